@@ -1,0 +1,40 @@
+# kip — build, run and test the KIP PostgreSQL extension.
+#
+#   make run    set up the machine, build and install kip, start a local
+#               cluster (port 54329), load a demo memory, leave it running
+#   make test   set up the machine, then run every test suite
+#   make stop   stop the local cluster
+#   make bench  run the benchmarks (prints figures)
+
+PG_MAJOR   ?= 15
+PG_CONFIG  ?= /usr/bin/pg_config
+KIP_PGPORT ?= 54329
+export KIP_PGPORT
+PSQL = psql -X -v ON_ERROR_STOP=1 -h localhost -p $(KIP_PGPORT) -U postgres
+DB ?= kip
+
+.PHONY: setup install run stop test test-lang test-pg test-integration bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+install: setup
+	cargo pgrx install --release --pg-config $(PG_CONFIG) --sudo 2>&1 | grep -v '^\s*$$' | tail -n 3
+
+run: install
+	@bash scripts/cluster.sh start
+	@bash scripts/demo.sh $(DB)
+
+stop:
+	@bash scripts/cluster.sh stop
+
+test: setup
+	@bash scripts/test.sh
+
+bench: install
+	@bash scripts/cluster.sh start
+	cargo run --release -p kip-integration-tests --bin kip-bench
+
+clean: stop
+	cargo clean
+	rm -rf .pgdata

@@ -1,0 +1,182 @@
+-- kip storage schema.
+--
+-- The graph lives in two tables, kip.concepts and kip.propositions, in schema
+-- `kip`. Every invariant the KIP model relies on is enforced here by the
+-- database itself, so SQL written by other tools cannot corrupt the graph:
+--
+--   * (space, type, name) is unique for concepts;
+--   * (space, subject, predicate, object) is unique for propositions;
+--   * a proposition's endpoints exist, in the same space; an endpoint is a
+--     concept or another proposition (higher-order), and deleting an element
+--     deletes every link that references it, transitively, through plain
+--     foreign keys with ON DELETE CASCADE;
+--   * version and updated_at are maintained by triggers.
+--
+-- Concepts and propositions draw their ids from one sequence, so a bare number
+-- identifies an element whatever its kind. External ids are `C:<id>` for
+-- concepts and `P:<id>:<predicate>` for propositions.
+
+CREATE SCHEMA IF NOT EXISTS kip;
+COMMENT ON SCHEMA kip IS 'KIP memory storage: concepts, propositions and memory spaces';
+
+-- Memory spaces: independent memories inside one database.
+CREATE TABLE kip.spaces (
+    name            text PRIMARY KEY
+                    CONSTRAINT space_name_format CHECK (name ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$'),
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    bootstrapped_at timestamptz
+);
+COMMENT ON TABLE kip.spaces IS 'Memory spaces; select one with SET kip.space';
+
+CREATE SEQUENCE kip.element_id_seq AS bigint;
+COMMENT ON SEQUENCE kip.element_id_seq IS 'Shared id sequence of concepts and propositions';
+
+CREATE TABLE kip.concepts (
+    id          bigint PRIMARY KEY DEFAULT nextval('kip.element_id_seq'),
+    space       text NOT NULL REFERENCES kip.spaces(name) ON DELETE CASCADE ON UPDATE CASCADE,
+    type        text NOT NULL CONSTRAINT concept_type_nonempty CHECK (type <> ''),
+    name        text NOT NULL,
+    attributes  jsonb NOT NULL DEFAULT '{}' CONSTRAINT concept_attributes_object CHECK (jsonb_typeof(attributes) = 'object'),
+    metadata    jsonb NOT NULL DEFAULT '{}' CONSTRAINT concept_metadata_object CHECK (jsonb_typeof(metadata) = 'object'),
+    version     integer NOT NULL DEFAULT 1,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- Keyword search: the name, aliases and description, tokenized without
+    -- language-specific stemming so names in any language match as written.
+    search_text tsvector GENERATED ALWAYS AS (
+        to_tsvector('simple'::regconfig,
+            name || ' ' || coalesce(attributes ->> 'description', '') || ' '
+                 || coalesce(attributes ->> 'aliases', ''))
+    ) STORED,
+    embedding   vector(384),
+    CONSTRAINT concepts_space_type_name_key UNIQUE (space, type, name),
+    -- Target of the propositions' composite foreign keys (same-space endpoints).
+    CONSTRAINT concepts_space_id_key UNIQUE (space, id)
+);
+COMMENT ON TABLE kip.concepts IS 'KIP concept nodes; external id C:<id>';
+
+CREATE TABLE kip.propositions (
+    id              bigint PRIMARY KEY DEFAULT nextval('kip.element_id_seq'),
+    space           text NOT NULL REFERENCES kip.spaces(name) ON DELETE CASCADE ON UPDATE CASCADE,
+    -- An endpoint is exactly one of a concept or a proposition; the pair of
+    -- nullable columns lets each side carry a real, cascading foreign key.
+    subject_concept bigint,
+    subject_link    bigint,
+    predicate       text NOT NULL CONSTRAINT proposition_predicate_nonempty CHECK (predicate <> ''),
+    object_concept  bigint,
+    object_link     bigint,
+    subject         bigint GENERATED ALWAYS AS (coalesce(subject_concept, subject_link)) STORED,
+    object          bigint GENERATED ALWAYS AS (coalesce(object_concept, object_link)) STORED,
+    attributes      jsonb NOT NULL DEFAULT '{}' CONSTRAINT proposition_attributes_object CHECK (jsonb_typeof(attributes) = 'object'),
+    metadata        jsonb NOT NULL DEFAULT '{}' CONSTRAINT proposition_metadata_object CHECK (jsonb_typeof(metadata) = 'object'),
+    version         integer NOT NULL DEFAULT 1,
+    created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    search_text     tsvector GENERATED ALWAYS AS (
+        to_tsvector('simple'::regconfig,
+            replace(predicate, '_', ' ') || ' ' || coalesce(attributes ->> 'description', ''))
+    ) STORED,
+    embedding       vector(384),
+    CONSTRAINT proposition_one_subject CHECK ((subject_concept IS NULL) <> (subject_link IS NULL)),
+    CONSTRAINT proposition_one_object  CHECK ((object_concept IS NULL) <> (object_link IS NULL)),
+    CONSTRAINT propositions_space_id_key UNIQUE (space, id),
+    CONSTRAINT proposition_subject_concept_fk FOREIGN KEY (space, subject_concept)
+        REFERENCES kip.concepts(space, id) ON DELETE CASCADE ON UPDATE CASCADE,
+    CONSTRAINT proposition_object_concept_fk FOREIGN KEY (space, object_concept)
+        REFERENCES kip.concepts(space, id) ON DELETE CASCADE ON UPDATE CASCADE,
+    CONSTRAINT proposition_subject_link_fk FOREIGN KEY (space, subject_link)
+        REFERENCES kip.propositions(space, id) ON DELETE CASCADE ON UPDATE CASCADE,
+    CONSTRAINT proposition_object_link_fk FOREIGN KEY (space, object_link)
+        REFERENCES kip.propositions(space, id) ON DELETE CASCADE ON UPDATE CASCADE
+);
+COMMENT ON TABLE kip.propositions IS 'KIP proposition links; external id P:<id>:<predicate>; endpoints may be propositions (higher-order)';
+
+-- Access paths the compiler emits: forward and reverse traversal by predicate,
+-- uniqueness of (s, p, o), lookups by name, and the cascade lookups of the
+-- foreign keys (partial: each endpoint column is null half of the time).
+CREATE UNIQUE INDEX propositions_spo_key ON kip.propositions (space, subject, predicate, object);
+CREATE INDEX propositions_ops_idx ON kip.propositions (space, object, predicate, subject);
+CREATE INDEX propositions_predicate_idx ON kip.propositions (space, predicate);
+CREATE INDEX propositions_subject_concept_idx ON kip.propositions (subject_concept) WHERE subject_concept IS NOT NULL;
+CREATE INDEX propositions_object_concept_idx ON kip.propositions (object_concept) WHERE object_concept IS NOT NULL;
+CREATE INDEX propositions_subject_link_idx ON kip.propositions (subject_link) WHERE subject_link IS NOT NULL;
+CREATE INDEX propositions_object_link_idx ON kip.propositions (object_link) WHERE object_link IS NOT NULL;
+CREATE INDEX concepts_space_name_idx ON kip.concepts (space, name);
+CREATE INDEX concepts_search_idx ON kip.concepts USING gin (search_text);
+CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text);
+CREATE INDEX concepts_name_trgm_idx ON kip.concepts USING gin (name gin_trgm_ops);
+CREATE INDEX concepts_embedding_idx ON kip.concepts USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX propositions_embedding_idx ON kip.propositions USING hnsw (embedding vector_cosine_ops);
+
+-- Version and timestamp bookkeeping. Any change to an element's content
+-- (attributes, metadata, identity, endpoints) bumps its version by one and
+-- stamps updated_at, whoever wrote it; an update that changes nothing leaves
+-- both alone. Writers cannot set these columns: the trigger owns them.
+CREATE FUNCTION kip.touch_element() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.version := OLD.version;
+    NEW.created_at := OLD.created_at;
+    IF (to_jsonb(NEW) - ARRAY['version', 'created_at', 'updated_at', 'embedding', 'search_text', 'subject', 'object'])
+       IS DISTINCT FROM
+       (to_jsonb(OLD) - ARRAY['version', 'created_at', 'updated_at', 'embedding', 'search_text', 'subject', 'object']) THEN
+        NEW.version := OLD.version + 1;
+        NEW.updated_at := clock_timestamp();
+    ELSE
+        NEW.updated_at := OLD.updated_at;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+-- Only updates are touched: inserts take the column defaults (version 1, now),
+-- and a restore from pg_dump keeps the versions and timestamps it carries.
+CREATE TRIGGER concepts_touch BEFORE UPDATE ON kip.concepts
+    FOR EACH ROW EXECUTE FUNCTION kip.touch_element();
+CREATE TRIGGER propositions_touch BEFORE UPDATE ON kip.propositions
+    FOR EACH ROW EXECUTE FUNCTION kip.touch_element();
+
+-- External ids.
+CREATE FUNCTION kip.concept_ref(id bigint) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'C:' || id $$;
+CREATE FUNCTION kip.proposition_ref(id bigint, predicate text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'P:' || id || ':' || predicate $$;
+
+-- The external id of any element (concept or proposition) in a space.
+CREATE FUNCTION kip.element_ref(p_space text, p_id bigint) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
+    SELECT coalesce(
+        (SELECT 'C:' || c.id FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
+        (SELECT 'P:' || p.id || ':' || p.predicate FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id))
+$$;
+
+-- Readable views for SQL and BI users.
+CREATE VIEW kip.concept_nodes AS
+SELECT c.space, kip.concept_ref(c.id) AS id, c.type, c.name, c.attributes, c.metadata,
+       c.version, c.created_at, c.updated_at
+FROM kip.concepts c;
+COMMENT ON VIEW kip.concept_nodes IS 'One row per concept node, with its external id';
+
+CREATE VIEW kip.facts AS
+SELECT p.space,
+       kip.proposition_ref(p.id, p.predicate) AS id,
+       coalesce(kip.concept_ref(sc.id), kip.proposition_ref(sp.id, sp.predicate)) AS subject_id,
+       coalesce(sc.type, '(proposition)') AS subject_type,
+       coalesce(sc.name, sp.predicate) AS subject_name,
+       p.predicate,
+       coalesce(kip.concept_ref(oc.id), kip.proposition_ref(op.id, op.predicate)) AS object_id,
+       coalesce(oc.type, '(proposition)') AS object_type,
+       coalesce(oc.name, op.predicate) AS object_name,
+       p.attributes, p.metadata, p.version, p.created_at, p.updated_at
+FROM kip.propositions p
+LEFT JOIN kip.concepts sc ON sc.id = p.subject_concept
+LEFT JOIN kip.propositions sp ON sp.id = p.subject_link
+LEFT JOIN kip.concepts oc ON oc.id = p.object_concept
+LEFT JOIN kip.propositions op ON op.id = p.object_link;
+COMMENT ON VIEW kip.facts IS 'One row per proposition link with subject and object type and name';
+
+-- pg_dump carries the memory: extension member tables are otherwise skipped.
+SELECT pg_catalog.pg_extension_config_dump('kip.spaces', '');
+SELECT pg_catalog.pg_extension_config_dump('kip.concepts', '');
+SELECT pg_catalog.pg_extension_config_dump('kip.propositions', '');
+SELECT pg_catalog.pg_extension_config_dump('kip.element_id_seq', '');

@@ -1,0 +1,61 @@
+//! The SQL entry points: `kip_execute` and `kip_execute_readonly`, each in a
+//! text + parameters form and in the `execute_kip` request-object form.
+//!
+//! Every call returns the KIP envelope; bad input of any kind (malformed
+//! request, syntax, schema, data) is a KIP error inside it, never a Postgres
+//! exception. Each command runs in its own subtransaction.
+
+pub mod envelope;
+pub mod request;
+
+use crate::engine::{self, Mode};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+
+fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonB {
+    let value = match request {
+        Ok(req) => engine::run_request(req, mode),
+        Err(e) => envelope::single(Err(e)),
+    };
+    JsonB(value)
+}
+
+fn text_request(command: Option<&str>, parameters: Option<JsonB>) -> Result<request::Request, kip_lang::KipError> {
+    let command = command.ok_or_else(|| {
+        kip_lang::KipError::new(kip_lang::ErrorCode::InvalidSyntax, "the command is NULL")
+            .with_hint("Pass the KIP command text as the first argument.")
+    })?;
+    let parameters = parameters.map(|p| p.0).unwrap_or_else(|| json!({}));
+    request::single(command, &parameters)
+}
+
+fn json_request(req: Option<JsonB>) -> Result<request::Request, kip_lang::KipError> {
+    request::from_json(&req.map(|r| r.0).unwrap_or(Value::Null))
+}
+
+/// Execute one KIP command (KQL, KML or META) with placeholder parameters.
+#[pg_extern(name = "kip_execute", volatile, parallel_unsafe)]
+fn kip_execute_text(command: Option<&str>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+    respond(text_request(command, parameters), Mode::ReadWrite)
+}
+
+/// Execute an `execute_kip` request object: `{command | commands, parameters?, dry_run?}`.
+#[pg_extern(name = "kip_execute", volatile, parallel_unsafe)]
+fn kip_execute_request(request: Option<JsonB>) -> JsonB {
+    respond(json_request(request), Mode::ReadWrite)
+}
+
+/// Execute a read-only KIP command (FIND, DESCRIBE, SEARCH, EXPORT). The
+/// function is STABLE and its SQL runs with SPI's read-only flag, so
+/// Postgres itself refuses writes; it also works on hot standbys.
+#[pg_extern(name = "kip_execute_readonly", stable, parallel_safe)]
+fn kip_execute_readonly_text(command: Option<&str>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+    respond(text_request(command, parameters), Mode::ReadOnly)
+}
+
+/// Read-only form of the `execute_kip` request object.
+#[pg_extern(name = "kip_execute_readonly", stable, parallel_safe)]
+fn kip_execute_readonly_request(request: Option<JsonB>) -> JsonB {
+    respond(json_request(request), Mode::ReadOnly)
+}

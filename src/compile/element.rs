@@ -1,0 +1,106 @@
+//! SQL expressions that render stored rows as KIP element objects:
+//!
+//! ```json
+//! {"_type": "ConceptNode", "id": "C:12", "type": "Drug", "name": "Aspirin",
+//!  "attributes": {...}, "metadata": {"_version": 1, "_updated_at": "…", ...}}
+//! {"_type": "PropositionLink", "id": "P:40:treats", "subject": "C:12",
+//!  "predicate": "treats", "object": "C:7", "attributes": {...}, "metadata": {...}}
+//! ```
+//!
+//! Empty `attributes` are omitted; `metadata` always carries the
+//! engine-maintained `_version`, `_created_at` and `_updated_at` (ISO 8601, UTC).
+//! `alias` is an SQL table alias chosen by the compiler, never user text.
+
+/// ISO-8601 UTC text of a timestamptz column.
+pub fn iso_time(col: &str) -> String {
+    format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
+}
+
+/// The metadata object with the reserved `_` fields merged in.
+pub fn metadata_json(alias: &str) -> String {
+    format!(
+        "({a}.metadata || jsonb_build_object('_version', {a}.version, '_created_at', {c}, '_updated_at', {u}))",
+        a = alias,
+        c = iso_time(&format!("{alias}.created_at")),
+        u = iso_time(&format!("{alias}.updated_at")),
+    )
+}
+
+fn attributes_part(alias: &str) -> String {
+    format!(
+        "CASE WHEN {a}.attributes = '{{}}'::jsonb THEN '{{}}'::jsonb ELSE jsonb_build_object('attributes', {a}.attributes) END",
+        a = alias
+    )
+}
+
+/// A `kip.concepts` row (alias) as a ConceptNode object.
+pub fn concept_json(alias: &str) -> String {
+    format!(
+        "(jsonb_build_object('_type', 'ConceptNode', 'id', 'C:' || {a}.id, 'type', {a}.type, 'name', {a}.name) || {attrs} || jsonb_build_object('metadata', {meta}))",
+        a = alias,
+        attrs = attributes_part(alias),
+        meta = metadata_json(alias),
+    )
+}
+
+/// External id of a proposition endpoint (`subject` or `object`) of the
+/// `kip.propositions` row `alias`: `C:<n>` for a concept, `P:<n>:<pred>` for a link.
+pub fn endpoint_ref(alias: &str, side: &str) -> String {
+    format!(
+        "CASE WHEN {a}.{s}_concept IS NOT NULL THEN 'C:' || {a}.{s}_concept \
+         ELSE (SELECT 'P:' || e.id || ':' || e.predicate FROM kip.propositions e WHERE e.id = {a}.{s}_link) END",
+        a = alias,
+        s = side
+    )
+}
+
+/// External id of a proposition row.
+pub fn proposition_ref(alias: &str) -> String {
+    format!("('P:' || {a}.id || ':' || {a}.predicate)", a = alias)
+}
+
+/// A `kip.propositions` row (alias) as a PropositionLink object.
+pub fn proposition_json(alias: &str) -> String {
+    format!(
+        "(jsonb_build_object('_type', 'PropositionLink', 'id', {id}, 'subject', {s}, 'predicate', {a}.predicate, 'object', {o}) || {attrs} || jsonb_build_object('metadata', {meta}))",
+        a = alias,
+        id = proposition_ref(alias),
+        s = endpoint_ref(alias, "subject"),
+        o = endpoint_ref(alias, "object"),
+        attrs = attributes_part(alias),
+        meta = metadata_json(alias),
+    )
+}
+
+/// Parse an external id: `C:<n>` → (Concept, n); `P:<n>[:<pred>]` → (Proposition, n).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElementKind {
+    Concept,
+    Proposition,
+}
+
+pub fn parse_ref(id: &str) -> Option<(ElementKind, i64)> {
+    if let Some(rest) = id.strip_prefix("C:") {
+        return rest.parse::<i64>().ok().filter(|n| *n > 0).map(|n| (ElementKind::Concept, n));
+    }
+    if let Some(rest) = id.strip_prefix("P:") {
+        let num = rest.split(':').next().unwrap_or("");
+        return num.parse::<i64>().ok().filter(|n| *n > 0).map(|n| (ElementKind::Proposition, n));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_external_ids() {
+        assert_eq!(parse_ref("C:12"), Some((ElementKind::Concept, 12)));
+        assert_eq!(parse_ref("P:40:treats"), Some((ElementKind::Proposition, 40)));
+        assert_eq!(parse_ref("P:40"), Some((ElementKind::Proposition, 40)));
+        assert_eq!(parse_ref("C:x"), None);
+        assert_eq!(parse_ref("C:-1"), None);
+        assert_eq!(parse_ref("12"), None);
+    }
+}

@@ -1,0 +1,182 @@
+//! From a validated request to the response envelope.
+//!
+//! For each command text: parse (kip-lang) → bind parameters → refuse KML in
+//! read-only mode → (dry run stops here) → execute in its own subtransaction.
+//! Batch rules (RC10 §6.1): the first KML execution error stops the batch;
+//! syntax errors and read (KQL/META) errors are returned inline and the batch
+//! goes on.
+
+use crate::api::envelope::{self, Outcome};
+use crate::api::request::{CommandRequest, Request};
+use crate::exec::{subxact, Access};
+use crate::space::{self, Space};
+use kip_lang::ast::{Command, Script};
+use kip_lang::{ErrorCode, KipError};
+use serde_json::{json, Value};
+
+pub mod delete;
+pub mod describe;
+pub mod export;
+pub mod find;
+pub mod merge;
+pub mod search;
+pub mod update;
+pub mod upsert;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    ReadWrite,
+    ReadOnly,
+}
+
+/// What every command executor gets.
+pub struct Ctx {
+    pub space: Space,
+    pub access: Access,
+}
+
+pub fn run_request(req: Request, mode: Mode) -> Value {
+    let space = match prepare_space(&req, mode) {
+        Ok(s) => s,
+        Err(e) => return envelope::single(Err(e)),
+    };
+    if !req.batch {
+        let (response, _) = run_command(&req.commands[0], &space, mode, req.dry_run);
+        return response;
+    }
+    let mut items = Vec::with_capacity(req.commands.len());
+    for cmd in &req.commands {
+        let (response, stop) = run_command(cmd, &space, mode, req.dry_run);
+        items.push(response);
+        if stop {
+            break;
+        }
+    }
+    envelope::batch(items)
+}
+
+/// Validate the session's space; in read-write mode create and bootstrap it
+/// on first use (in its own subtransaction, so a failure leaves nothing).
+fn prepare_space(req: &Request, mode: Mode) -> Result<Space, KipError> {
+    let space = space::current()?;
+    if req.dry_run {
+        return Ok(space);
+    }
+    match mode {
+        Mode::ReadWrite => subxact::run_isolated(|| space::ensure(&space))?,
+        Mode::ReadOnly => {
+            if !subxact::run_isolated(|| space::exists(&space))? {
+                return Err(KipError::new(
+                    ErrorCode::NotFound,
+                    format!("memory space {:?} does not exist yet", space.name()),
+                )
+                .with_hint("Read-only calls never create a space: write to it once with kip_execute, or call kip_create_space(name)."));
+            }
+        }
+    }
+    Ok(space)
+}
+
+/// Run one command text; returns its envelope and whether a batch must stop.
+fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -> (Value, bool) {
+    let script = match prepare(cmd, mode) {
+        Ok(s) => s,
+        // The command never executed: reported inline, the batch goes on.
+        Err(e) => return (envelope::single(Err(e)), false),
+    };
+    if dry_run {
+        return (envelope::single(Ok(dry_run_outcome(&script))), false);
+    }
+    let is_kml = script.commands.iter().any(Command::is_kml);
+    let ctx = Ctx {
+        space: space.clone(),
+        access: if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite },
+    };
+    let outcome = subxact::run_isolated(|| execute_script(&script, &ctx));
+    let stop = is_kml && outcome.is_err();
+    (envelope::single(outcome), stop)
+}
+
+/// Parse and bind a command text, and refuse writes in read-only mode.
+pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
+    let script = kip_lang::parse(&cmd.command)?;
+    let script = kip_lang::bind(script, &cmd.parameters)?;
+    if script.commands.is_empty() {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, "empty command")
+            .with_hint("Send one KIP command, e.g. DESCRIBE PRIMER."));
+    }
+    if script.commands.len() > 1 && !script.commands.iter().all(|c| matches!(c, Command::Upsert(_))) {
+        return Err(KipError::new(
+            ErrorCode::InvalidSyntax,
+            "only UPSERT statements may be combined in one command text",
+        )
+        .with_hint("Send other commands separately, or as elements of \"commands\"."));
+    }
+    if mode == Mode::ReadOnly {
+        if let Some(c) = script.commands.iter().find(|c| c.is_kml()) {
+            return Err(KipError::new(
+                ErrorCode::InvalidSyntax,
+                format!("{} is not allowed in kip_execute_readonly: it only runs FIND, DESCRIBE, SEARCH and EXPORT", c.keyword()),
+            )
+            .with_hint("Use kip_execute for KML (UPSERT, UPDATE, MERGE, DELETE)."));
+        }
+    }
+    Ok(script)
+}
+
+/// The result of a dry run: the command was parsed and bound, nothing ran.
+fn dry_run_outcome(script: &Script) -> Outcome {
+    if script.commands.iter().all(|c| matches!(c, Command::Upsert(_))) {
+        return Outcome::new(json!({
+            "blocks": script.commands.len(),
+            "upsert_concept_nodes": [],
+            "upsert_proposition_links": [],
+        }));
+    }
+    Outcome::new(json!({ "dry_run": true, "command": script.commands[0].keyword(), "valid": true }))
+}
+
+/// Execute a parsed, bound script (one command, or several UPSERTs).
+pub fn execute_script(script: &Script, ctx: &Ctx) -> Result<Outcome, KipError> {
+    if script.commands.len() == 1 {
+        return execute(&script.commands[0], ctx);
+    }
+    let mut concepts = Vec::new();
+    let mut links = Vec::new();
+    for command in &script.commands {
+        let outcome = execute(command, ctx)?;
+        if let Some(ids) = outcome.result["upsert_concept_nodes"].as_array() {
+            concepts.extend(ids.iter().cloned());
+        }
+        if let Some(ids) = outcome.result["upsert_proposition_links"].as_array() {
+            links.extend(ids.iter().cloned());
+        }
+    }
+    Ok(Outcome::new(json!({
+        "blocks": script.commands.len(),
+        "upsert_concept_nodes": concepts,
+        "upsert_proposition_links": links,
+    })))
+}
+
+/// Dispatch one command to its executor.
+pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
+    match command {
+        Command::Find(_) => find::execute(command, ctx),
+        Command::Describe(_) => describe::execute(command, ctx),
+        Command::Search(_) => search::execute(command, ctx),
+        Command::Export(_) => export::execute(command, ctx),
+        Command::Upsert(_) => upsert::execute(command, ctx),
+        Command::Update(_) => update::execute(command, ctx),
+        Command::Merge(_) => merge::execute(command, ctx),
+        Command::Delete(_) => delete::execute(command, ctx),
+    }
+}
+
+pub(crate) fn not_supported(command: &Command) -> KipError {
+    KipError::new(
+        ErrorCode::InternalError,
+        format!("{} is not supported by this version of the kip engine", command.keyword()),
+    )
+    .with_hint("The command parsed correctly; this engine cannot execute it yet.")
+}

@@ -1,0 +1,8 @@
+//! Execution against Postgres: SPI with bind parameters, subtransactions, and
+//! the mapping of Postgres errors to KIP errors.
+
+pub mod pg_error;
+pub mod spi;
+pub mod subxact;
+
+pub use spi::{Access, SqlParam};

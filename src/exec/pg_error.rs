@@ -1,0 +1,49 @@
+//! Mapping of Postgres errors caught inside a command to KIP errors.
+
+use kip_lang::{ErrorCode, KipError};
+use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
+use pgrx::PgSqlErrorCode;
+
+/// What to do with an error caught while running one KIP command.
+pub enum Caught {
+    /// Report it to the caller as a KIP error envelope.
+    Kip(KipError),
+    /// Let it propagate as a Postgres error (a user's cancel request).
+    Rethrow(CaughtError),
+}
+
+pub fn classify(caught: CaughtError) -> Caught {
+    let report: &ErrorReportWithLevel = match &caught {
+        CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r,
+        CaughtError::RustPanic { ereport, .. } => ereport,
+    };
+    let code = report.sql_error_code();
+    let message = report.message().to_string();
+    use PgSqlErrorCode::*;
+    let kip = match code {
+        ERRCODE_QUERY_CANCELED if message.contains("statement timeout") => {
+            KipError::new(ErrorCode::ExecutionTimeout, format!("execution time exceeded the limit: {message}"))
+                .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise statement_timeout.")
+        }
+        ERRCODE_QUERY_CANCELED => return Caught::Rethrow(caught),
+        ERRCODE_LOCK_NOT_AVAILABLE => KipError::new(ErrorCode::ExecutionTimeout, format!("could not obtain a lock in time: {message}"))
+            .with_hint("Another writer holds the element; retry later."),
+        ERRCODE_READ_ONLY_SQL_TRANSACTION | ERRCODE_FEATURE_NOT_SUPPORTED if message.contains("read-only") || message.contains("non-volatile") => {
+            KipError::new(ErrorCode::InternalError, format!("write refused in a read-only context: {message}"))
+                .with_hint("Use kip_execute (not kip_execute_readonly) for KML, outside read-only transactions.")
+        }
+        ERRCODE_OUT_OF_MEMORY | ERRCODE_PROGRAM_LIMIT_EXCEEDED | ERRCODE_STATEMENT_TOO_COMPLEX => {
+            KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
+                .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
+        }
+        ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, format!("invalid regular expression: {message}"))
+            .with_hint("Fix the pattern given to REGEX (POSIX regular expression syntax)."),
+        ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {
+            KipError::new(ErrorCode::InternalError, format!("concurrent update conflict: {message}"))
+                .with_hint("Retry the command.")
+        }
+        _ => KipError::new(ErrorCode::InternalError, format!("internal database error ({code:?}): {message}"))
+            .with_hint("Retry later; if it persists, report it with the command that caused it."),
+    };
+    Caught::Kip(kip)
+}

@@ -1,0 +1,192 @@
+//! Running one SQL statement through SPI with bind parameters.
+//!
+//! Every value that comes from a KIP command reaches SQL as a bind parameter
+//! (`$1`, `$2`, …); the SQL text itself depends only on the command's shape.
+//! That makes injection impossible by construction and lets us keep one saved
+//! plan per shape: plans are prepared once per backend with `SPI_keepplan` and
+//! reused, so a repeated query skips parsing and planning.
+
+use kip_lang::{ErrorCode, KipError};
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::CString;
+
+/// A bind parameter. The variant fixes the parameter's SQL type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlParam {
+    Text(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Json(Value),
+    TextArray(Vec<String>),
+    IntArray(Vec<i64>),
+    /// A SQL NULL of type text.
+    NullText,
+}
+
+/// Whether a statement may write. Read-only statements run with SPI's
+/// read-only flag, so Postgres itself refuses any write they attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// Result rows; each row holds its columns as JSON values.
+pub type Rows = Vec<Vec<Value>>;
+
+const MAX_SAVED_PLANS: usize = 1024;
+
+thread_local! {
+    static PLANS: RefCell<HashMap<(String, Vec<u32>), usize>> = RefCell::new(HashMap::new());
+}
+
+impl SqlParam {
+    fn to_datum(&self) -> DatumWithOid<'static> {
+        match self {
+            SqlParam::Text(s) => DatumWithOid::from(s.clone()),
+            SqlParam::Int(i) => DatumWithOid::from(*i),
+            SqlParam::Float(f) => DatumWithOid::from(*f),
+            SqlParam::Bool(b) => DatumWithOid::from(*b),
+            SqlParam::Json(v) => DatumWithOid::from(JsonB(v.clone())),
+            SqlParam::TextArray(v) => DatumWithOid::from(v.clone()),
+            SqlParam::IntArray(v) => DatumWithOid::from(v.clone()),
+            SqlParam::NullText => DatumWithOid::null::<String>(),
+        }
+    }
+}
+
+/// Run `sql` with `params` and return every row. `sql` must be trusted text
+/// built by the compiler, never from user input.
+pub fn query(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, KipError> {
+    Spi::connect(|_client| unsafe { run_connected(sql, params, access) })
+}
+
+/// Run a statement and return the number of rows it processed.
+pub fn execute(sql: &str, params: &[SqlParam], access: Access) -> Result<u64, KipError> {
+    Spi::connect(|_client| unsafe {
+        run_plan(sql, params, access)?;
+        Ok(pg_sys::SPI_processed)
+    })
+}
+
+/// The first column of the first row, or `Value::Null` when there is none.
+pub fn query_scalar(sql: &str, params: &[SqlParam], access: Access) -> Result<Value, KipError> {
+    Ok(query(sql, params, access)?
+        .into_iter()
+        .next()
+        .and_then(|row| row.into_iter().next())
+        .unwrap_or(Value::Null))
+}
+
+unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access) -> Result<(), KipError> {
+    let datums: Vec<DatumWithOid<'static>> = params.iter().map(SqlParam::to_datum).collect();
+    let mut argtypes: Vec<pg_sys::Oid> = datums.iter().map(|d| d.oid()).collect();
+    let mut values: Vec<pg_sys::Datum> = datums
+        .iter()
+        .map(|d| d.datum().map(|d| d.sans_lifetime()).unwrap_or(pg_sys::Datum::from(0usize)))
+        .collect();
+    let nulls: Vec<std::os::raw::c_char> = datums
+        .iter()
+        .map(|d| if d.datum().is_some() { b' ' as std::os::raw::c_char } else { b'n' as std::os::raw::c_char })
+        .collect();
+    let plan = saved_plan(sql, &mut argtypes)?;
+    let status = pg_sys::SPI_execute_plan(
+        plan,
+        values.as_mut_ptr(),
+        nulls.as_ptr(),
+        access == Access::ReadOnly,
+        0,
+    );
+    if status < 0 {
+        return Err(KipError::new(
+            ErrorCode::InternalError,
+            format!("SPI_execute_plan failed with status {status}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The saved plan for this SQL text and parameter types, prepared on first use.
+unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid]) -> Result<pg_sys::SPIPlanPtr, KipError> {
+    let key = (sql.to_string(), argtypes.iter().map(|o| o.to_u32()).collect::<Vec<_>>());
+    if let Some(plan) = PLANS.with(|p| p.borrow().get(&key).copied()) {
+        return Ok(plan as pg_sys::SPIPlanPtr);
+    }
+    let csql = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
+    let plan = pg_sys::SPI_prepare(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr());
+    if plan.is_null() {
+        return Err(KipError::new(
+            ErrorCode::InternalError,
+            format!("SPI_prepare failed with status {}", std::ptr::addr_of!(pg_sys::SPI_result).read()),
+        ));
+    }
+    pg_sys::SPI_keepplan(plan);
+    PLANS.with(|p| {
+        let mut plans = p.borrow_mut();
+        if plans.len() >= MAX_SAVED_PLANS {
+            for (_, old) in plans.drain() {
+                pg_sys::SPI_freeplan(old as pg_sys::SPIPlanPtr);
+            }
+        }
+        plans.insert(key, plan as usize);
+    });
+    Ok(plan)
+}
+
+unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, KipError> {
+    run_plan(sql, params, access)?;
+    let table = pg_sys::SPI_tuptable;
+    if table.is_null() {
+        return Ok(Vec::new());
+    }
+    let tupdesc = (*table).tupdesc;
+    let natts = (*tupdesc).natts;
+    let nrows = pg_sys::SPI_processed as usize;
+    let mut rows = Vec::with_capacity(nrows);
+    for r in 0..nrows {
+        let tuple = *(*table).vals.add(r);
+        let mut row = Vec::with_capacity(natts as usize);
+        for col in 1..=natts {
+            row.push(column_value(tuple, tupdesc, col));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+unsafe fn column_value(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, col: i32) -> Value {
+    let mut is_null = false;
+    let datum = pg_sys::SPI_getbinval(tuple, tupdesc, col, &mut is_null);
+    if is_null {
+        return Value::Null;
+    }
+    let oid = pg_sys::SPI_gettypeid(tupdesc, col);
+    match oid {
+        pg_sys::JSONBOID => JsonB::from_datum(datum, false).map(|j| j.0).unwrap_or(Value::Null),
+        pg_sys::JSONOID => pgrx::Json::from_datum(datum, false).map(|j| j.0).unwrap_or(Value::Null),
+        pg_sys::TEXTOID | pg_sys::VARCHAROID | pg_sys::NAMEOID => {
+            String::from_datum(datum, false).map(Value::String).unwrap_or(Value::Null)
+        }
+        pg_sys::INT8OID => i64::from_datum(datum, false).map(Value::from).unwrap_or(Value::Null),
+        pg_sys::INT4OID => i32::from_datum(datum, false).map(Value::from).unwrap_or(Value::Null),
+        pg_sys::INT2OID => i16::from_datum(datum, false).map(Value::from).unwrap_or(Value::Null),
+        pg_sys::BOOLOID => bool::from_datum(datum, false).map(Value::Bool).unwrap_or(Value::Null),
+        pg_sys::FLOAT8OID => f64::from_datum(datum, false).map(Value::from).unwrap_or(Value::Null),
+        _ => {
+            // Any other type: its text output.
+            let text = pg_sys::SPI_getvalue(tuple, tupdesc, col);
+            if text.is_null() {
+                Value::Null
+            } else {
+                Value::String(std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned())
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Session settings (GUCs) of the extension.
+//!
+//! | setting             | default   | meaning                                                   |
+//! |---------------------|-----------|-----------------------------------------------------------|
+//! | `kip.space`         | `default` | the memory space every KIP command sees and touches       |
+//! | `kip.default_limit` | `100`     | rows returned by FIND / DESCRIBE / EXPORT without LIMIT   |
+//! | `kip.max_limit`     | `10000`   | the largest LIMIT accepted (larger ones are capped)       |
+//! | `kip.max_hops`      | `16`      | depth bound of open hop quantifiers such as `{1,}`        |
+
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::ffi::CString;
+
+pub static SPACE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"default"));
+pub static DEFAULT_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(100);
+pub static MAX_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub static MAX_HOPS: GucSetting<i32> = GucSetting::<i32>::new(16);
+
+pub fn register() {
+    GucRegistry::define_string_guc(
+        c"kip.space",
+        c"The KIP memory space used by kip_execute in this session.",
+        c"Each space is an independent memory inside the database; it is created and bootstrapped on first use.",
+        &SPACE,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kip.default_limit",
+        c"Rows returned by FIND, DESCRIBE and EXPORT when the command has no LIMIT.",
+        c"",
+        &DEFAULT_LIMIT,
+        1,
+        1_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kip.max_limit",
+        c"The largest LIMIT a KIP read accepts; larger values are capped to it.",
+        c"",
+        &MAX_LIMIT,
+        1,
+        10_000_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kip.max_hops",
+        c"Depth bound of open-ended hop quantifiers such as {1,} in KIP patterns.",
+        c"A walk that would need more hops than this fails with KIP_4002 instead of being silently truncated.",
+        &MAX_HOPS,
+        1,
+        1_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// The current space name, as set (validated separately by `space::current`).
+pub fn space_setting() -> String {
+    SPACE
+        .get()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "default".to_string())
+}

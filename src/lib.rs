@@ -1,0 +1,41 @@
+//! kip — KIP (Knowledge Interaction Protocol) memory engine for PostgreSQL.
+//!
+//! Data flow: SQL entry point (`api`) → request validation → `kip_lang`
+//! parse + bind → `engine` dispatch → per-command compilation to SQL with
+//! bind parameters → SPI execution (`exec`) inside a subtransaction → KIP
+//! response envelope. Storage lives in schema `kip` (`sql/schema.sql`).
+
+use pgrx::prelude::*;
+
+::pgrx::pg_module_magic!(name, version);
+
+mod api;
+mod bootstrap;
+mod compile;
+mod engine;
+mod exec;
+mod guc;
+mod space;
+mod sql_api;
+
+pgrx::extension_sql_file!("../sql/schema.sql", name = "kip_schema", bootstrap);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    guc::register();
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests;
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

@@ -1,0 +1,53 @@
+//! Small SQL functions around spaces and the language front end.
+
+use crate::exec::{subxact, Access, SqlParam};
+use crate::space;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+fn raise(e: kip_lang::KipError) -> ! {
+    let hint = e.hint.clone().unwrap_or_default();
+    ereport!(
+        PgLogLevel::ERROR,
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("{}: {}", e.code.as_str(), e.message),
+        hint
+    );
+    unreachable!("ereport(ERROR) does not return")
+}
+
+/// Create (and bootstrap) a memory space; returns false if it existed.
+#[pg_extern(volatile)]
+fn kip_create_space(name: &str) -> bool {
+    let space = space::validate(name).unwrap_or_else(|e| raise(e));
+    let existed = space::exists(&space).unwrap_or_else(|e| raise(e));
+    subxact::run_isolated(|| space::ensure(&space)).unwrap_or_else(|e| raise(e));
+    !existed
+}
+
+/// Drop a memory space and everything in it; returns false if it did not exist.
+#[pg_extern(volatile)]
+fn kip_drop_space(name: &str) -> bool {
+    let space = space::validate(name).unwrap_or_else(|e| raise(e));
+    crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
+        .unwrap_or_else(|e| raise(e))
+        > 0
+}
+
+/// The AST of a KIP command as JSON (for debugging), or the KIP error.
+#[pg_extern(immutable, parallel_safe)]
+fn kip_parse(command: &str) -> JsonB {
+    JsonB(match kip_lang::parse(command) {
+        Ok(script) => serde_json::to_value(&script).unwrap_or(serde_json::Value::Null),
+        Err(e) => serde_json::json!({ "error": e.to_json() }),
+    })
+}
+
+/// The canonical KIP text of a command; raises on a syntax error.
+#[pg_extern(immutable, parallel_safe)]
+fn kip_format(command: &str) -> String {
+    match kip_lang::parse(command) {
+        Ok(script) => kip_lang::print(&script),
+        Err(e) => raise(e),
+    }
+}

@@ -1,0 +1,123 @@
+//! Shared helpers of the integration tests: connecting to the test cluster,
+//! fresh memory spaces, calling kip_execute, and the conformance fixtures'
+//! result normalization.
+//!
+//! The tests talk to a real PostgreSQL with the extension installed
+//! (`scripts/test.sh` starts the project's cluster). `KIP_TEST_DSN` overrides
+//! the connection string; the default database `kip_test` is created on
+//! first use.
+
+pub mod normalize;
+
+use postgres::{Client, NoTls};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub fn port() -> String {
+    std::env::var("KIP_PGPORT").unwrap_or_else(|_| "54329".to_string())
+}
+
+/// Connection string of a server-level database (for CREATE DATABASE).
+pub fn admin_dsn() -> String {
+    format!("host=localhost port={} user=postgres dbname=postgres", port())
+}
+
+pub fn dsn_for(db: &str) -> String {
+    std::env::var("KIP_TEST_DSN").unwrap_or_else(|_| format!("host=localhost port={} user=postgres dbname={db}", port()))
+}
+
+/// Create a database (if missing) with the kip extension installed.
+pub fn ensure_database(db: &str) {
+    let mut admin = Client::connect(&admin_dsn(), NoTls).expect("connect to the test cluster (is it running? scripts/cluster.sh start)");
+    let exists = admin
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])
+        .expect("query pg_database")
+        .is_some();
+    if !exists {
+        // Identifier from test code, not user input; quoted anyway.
+        if let Err(e) = admin.batch_execute(&format!("CREATE DATABASE \"{db}\"")) {
+            if !e.to_string().contains("already exists") {
+                panic!("create database {db}: {e}");
+            }
+        }
+    }
+    let mut client = Client::connect(&dsn_for(db), NoTls).expect("connect to test database");
+    // Several test binaries may race to create the extension.
+    for _ in 0..5 {
+        match client.batch_execute("CREATE EXTENSION IF NOT EXISTS kip CASCADE") {
+            Ok(()) => break,
+            Err(e) if e.to_string().contains("duplicate key") || e.to_string().contains("already exists") => {
+                std::thread::sleep(std::time::Duration::from_millis(200))
+            }
+            Err(e) => panic!("CREATE EXTENSION kip: {e}"),
+        }
+    }
+}
+
+/// A client connected to the shared test database `kip_test`.
+pub fn connect() -> Client {
+    ensure_database("kip_test");
+    Client::connect(&dsn_for("kip_test"), NoTls).expect("connect to kip_test")
+}
+
+/// A unique space name, so tests never see each other's data.
+pub fn unique_space(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}_{}_{}_{}", std::process::id(), nanos % 1_000_000_000, COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Select a space for the session.
+pub fn use_space(client: &mut Client, space: &str) {
+    client
+        .execute("SELECT set_config('kip.space', $1, false)", &[&space])
+        .expect("set kip.space");
+}
+
+/// Select a brand-new space for the session and return its name.
+pub fn fresh_space(client: &mut Client, prefix: &str) -> String {
+    let space = unique_space(prefix);
+    use_space(client, &space);
+    space
+}
+
+/// `kip_execute(command, parameters)`.
+pub fn kip(client: &mut Client, command: &str, params: Value) -> Value {
+    client
+        .query_one("SELECT kip_execute($1::text, $2::jsonb)", &[&command, &params])
+        .expect("kip_execute")
+        .get(0)
+}
+
+/// `kip_execute(request jsonb)`.
+pub fn kip_request(client: &mut Client, request: Value) -> Value {
+    client.query_one("SELECT kip_execute($1::jsonb)", &[&request]).expect("kip_execute(request)").get(0)
+}
+
+/// `kip_execute_readonly(command, parameters)`.
+pub fn kip_readonly(client: &mut Client, command: &str, params: Value) -> Value {
+    client
+        .query_one("SELECT kip_execute_readonly($1::text, $2::jsonb)", &[&command, &params])
+        .expect("kip_execute_readonly")
+        .get(0)
+}
+
+/// The `result` of a successful envelope; panics with the error otherwise.
+pub fn ok(envelope: Value) -> Value {
+    match envelope.get("result") {
+        Some(r) if envelope.get("error").is_none() => r.clone(),
+        _ => panic!("expected a result, got {envelope}"),
+    }
+}
+
+/// The error code of a failed envelope; panics on success.
+pub fn err_code(envelope: &Value) -> String {
+    envelope["error"]["code"].as_str().unwrap_or_else(|| panic!("expected an error, got {envelope}")).to_string()
+}
+
+/// `../shared` beside the project, when present.
+pub fn shared_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared");
+    dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
+}
