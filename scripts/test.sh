@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every test suite of the project, in order; exits non-zero on the first failure.
+#   1. kip-lang unit, corpus, property and fuzz tests (no Postgres)
+#   2. cargo pgrx test pg15: unit tests and #[pg_test] tests inside Postgres
+#   3. integration tests from a client against the project's cluster
+#      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329})
+#   4. pg_test/ SQL scenarios (a .sql script and its expected output)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export KIP_PGPORT=${KIP_PGPORT:-54329}
+step() { printf '\n== %s\n' "$*"; }
+t0=$(date +%s)
+
+step "kip-lang tests"
+cargo test --release -p kip-lang 2>&1
+
+step "cargo pgrx test pg15"
+export CARGO_PGRX_TEST_RUNAS=postgres
+export CARGO_PGRX_TEST_PGDATA=/tmp/kip-pgrx-test-pgdata
+cargo pgrx test pg15 2>&1
+
+step "install the release build and start the cluster"
+cargo pgrx install --release --pg-config /usr/bin/pg_config --sudo >/tmp/kip-install.log 2>&1 || { tail -50 /tmp/kip-install.log; exit 1; }
+bash scripts/cluster.sh restart
+
+step "integration tests"
+cargo test --release -p kip-integration-tests -- --test-threads=4 2>&1
+
+step "pg_test SQL scenarios"
+bash scripts/pg_scenarios.sh
+
+echo
+echo "all test suites passed in $(( $(date +%s) - t0 ))s"

@@ -1,0 +1,125 @@
+//! Lexical helpers shared by the parser and the printer: identifier rules,
+//! string escapes, numbers.
+
+/// `[a-zA-Z_][a-zA-Z0-9_]*` (spec §2.8.1).
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Decode the body of a `"…"` literal (between the quotes).
+///
+/// JSON escapes are supported (`\" \\ \/ \b \f \n \r \t \uXXXX`, with
+/// surrogate pairs). Raw control characters such as newlines are accepted
+/// as-is: LLM-written capsules contain multi-line strings and refusing them
+/// would help nobody. On error returns the byte offset (in `body`) of the
+/// bad escape and a message.
+pub fn unescape(body: &str) -> Result<String, (usize, String)> {
+    if !body.contains('\\') {
+        return Ok(body.to_string());
+    }
+    let mut out = String::with_capacity(body.len());
+    let mut iter = body.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some((_, e)) = iter.next() else {
+            return Err((i, "unterminated escape sequence".into()));
+        };
+        match e {
+            '"' => out.push('"'),
+            '\\' => out.push('\\'),
+            '/' => out.push('/'),
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'u' => {
+                let hi = read_hex4(body, i + 2).ok_or((i, "expected 4 hex digits after \\u".to_string()))?;
+                skip(&mut iter, 4);
+                let code = if (0xD800..0xDC00).contains(&hi) {
+                    // High surrogate: must be followed by \uDC00-\uDFFF.
+                    let lo = if body[i + 6..].starts_with("\\u") { read_hex4(body, i + 8) } else { None };
+                    match lo {
+                        Some(lo) if (0xDC00..0xE000).contains(&lo) => {
+                            skip(&mut iter, 6);
+                            0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                        }
+                        _ => return Err((i, "unpaired UTF-16 surrogate in \\u escape".into())),
+                    }
+                } else if (0xDC00..0xE000).contains(&hi) {
+                    return Err((i, "unpaired UTF-16 surrogate in \\u escape".into()));
+                } else {
+                    hi
+                };
+                out.push(char::from_u32(code).ok_or((i, "invalid \\u escape".to_string()))?);
+            }
+            other => return Err((i, format!("invalid escape sequence '\\{other}'"))),
+        }
+    }
+    Ok(out)
+}
+
+fn read_hex4(s: &str, at: usize) -> Option<u32> {
+    let digits = s.get(at..at + 4)?;
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
+fn skip<I: Iterator>(iter: &mut I, n: usize) {
+    for _ in 0..n {
+        iter.next();
+    }
+}
+
+/// Canonical quoted form of a string (JSON escaping).
+pub fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialize")
+}
+
+/// Parse a number token with JSON semantics (integers stay integers,
+/// everything else is f64). Out-of-range values are an error.
+pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
+    serde_json::from_str::<serde_json::Number>(text).map_err(|_| format!("number '{text}' is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers() {
+        assert!(is_identifier("risk_level"));
+        assert!(is_identifier("_version"));
+        assert!(!is_identifier("1abc"));
+        assert!(!is_identifier(""));
+        assert!(!is_identifier("naïve"));
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(unescape(r#"a\"b\\c\/\n\t"#).unwrap(), "a\"b\\c/\n\t");
+        assert_eq!(unescape(r"\u00e9\ud83d\ude00").unwrap(), "é😀");
+        assert!(unescape(r"\q").is_err());
+        assert!(unescape(r"\ud83d").is_err());
+        assert!(unescape(r"\u12").is_err());
+        assert_eq!(unescape("line\nbreak").unwrap(), "line\nbreak");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_number("42").unwrap().as_u64(), Some(42));
+        assert_eq!(parse_number("-3").unwrap().as_i64(), Some(-3));
+        assert_eq!(parse_number("2.5e3").unwrap().as_f64(), Some(2500.0));
+        assert!(parse_number("1e400").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! The request/response envelope of kip_execute and kip_execute_readonly
+//! (RC10 §6): single and batch forms, stop-on-KML-error, inline read and
+//! syntax errors, dry runs, malformed requests, read-only refusal, and the
+//! isolation of memory spaces.
+
+use kip_integration_tests::{connect, err_code, fresh_space, kip, kip_readonly, kip_request, ok, use_space};
+use serde_json::{json, Value};
+
+const REGISTER: &str = r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A drug." } } }"#;
+
+fn find_drugs() -> &'static str {
+    r#"FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name ASC"#
+}
+
+#[test]
+fn single_command_returns_result_or_error_object() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    let out = kip(&mut c, "DESCRIBE PRIMER", json!({}));
+    let obj = out.as_object().unwrap();
+    assert!(obj.contains_key("result") ^ obj.contains_key("error"), "{out}");
+    let out = kip(&mut c, "FIND(?x WHERE {", json!({}));
+    assert_eq!(err_code(&out), "KIP_1001");
+    let e = out["error"].as_object().unwrap();
+    assert!(e["message"].as_str().unwrap().contains("1:"), "syntax errors say where: {out}");
+    assert!(!out.as_object().unwrap().contains_key("result"));
+}
+
+#[test]
+fn request_object_form_with_parameters() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    ok(kip(&mut c, REGISTER, json!({})));
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, json!({"n": "Aspirin"})));
+    let out = kip_request(&mut c, json!({"command": "FIND(?d.name) WHERE { ?d {type: \"Drug\", name: :n} }", "parameters": {"n": "Aspirin"}}));
+    assert_eq!(ok(out), json!(["Aspirin"]));
+    // A missing parameter is a KIP error naming it.
+    let out = kip_request(&mut c, json!({"command": "FIND(?d.name) WHERE { ?d {type: \"Drug\", name: :missing} }"}));
+    assert!(out["error"]["message"].as_str().unwrap().contains("missing"), "{out}");
+}
+
+#[test]
+fn batch_continues_after_read_and_syntax_errors() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    ok(kip(&mut c, REGISTER, json!({})));
+    let out = kip_request(
+        &mut c,
+        json!({"commands": [
+            "FIND(?d.name WHERE",                                   // syntax error: inline
+            r#"FIND(?x.name) WHERE { ?x {type: "NoSuchType"} }"#,   // read error: inline
+            {"command": r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, "parameters": {"n": "Aspirin"}},
+            find_drugs()
+        ]}),
+    );
+    let items = out["result"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(items.len(), 4, "{out}");
+    assert_eq!(err_code(&items[0]), "KIP_1001");
+    assert!(items[1].get("error").is_some(), "{out}");
+    assert!(items[2].get("result").is_some(), "{out}");
+    assert_eq!(items[3]["result"], json!(["Aspirin"]), "{out}");
+}
+
+#[test]
+fn batch_stops_at_the_first_kml_error_without_partial_writes() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    ok(kip(&mut c, REGISTER, json!({})));
+    let out = kip_request(
+        &mut c,
+        json!({"commands": [
+            r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Aspirin"} } }"#,
+            // Creates Ibuprofen, then fails on an unregistered type: nothing of it may remain.
+            r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Ibuprofen"} } CONCEPT ?x { {type: "NoSuchType", name: "x"} } }"#,
+            r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Never"} } }"#
+        ]}),
+    );
+    let items = out["result"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(items.len(), 2, "batch must stop after the failed KML command: {out}");
+    assert!(items[0].get("result").is_some(), "{out}");
+    assert_eq!(err_code(&items[1]), "KIP_2001");
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!(["Aspirin"]));
+}
+
+#[test]
+fn dry_run_validates_without_executing() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    ok(kip(&mut c, REGISTER, json!({})));
+    let out = kip_request(
+        &mut c,
+        json!({"command": r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Aspirin"} } }"#, "dry_run": true}),
+    );
+    let r = ok(out);
+    assert_eq!(r["upsert_concept_nodes"], json!([]));
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!([]));
+    // Syntax and parameter errors are still reported.
+    let out = kip_request(&mut c, json!({"command": "UPSERT {", "dry_run": true}));
+    assert_eq!(err_code(&out), "KIP_1001");
+    let out = kip_request(&mut c, json!({"command": "FIND(?d) WHERE { ?d {name: :n} }", "dry_run": true}));
+    assert!(out.get("error").is_some(), "{out}");
+}
+
+#[test]
+fn malformed_requests_are_kip_errors() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    for bad in [
+        json!({"command": "DESCRIBE PRIMER", "commands": ["DESCRIBE PRIMER"]}),
+        json!({}),
+        json!({"command": 42}),
+        json!({"commands": "DESCRIBE PRIMER"}),
+        json!({"commands": [42]}),
+        json!({"commands": [{"parameters": {}}]}),
+        json!({"command": "DESCRIBE PRIMER", "parameters": [1]}),
+        json!({"command": "DESCRIBE PRIMER", "dry_run": "yes"}),
+        json!({"command": "DESCRIBE PRIMER", "bogus": 1}),
+        json!(["DESCRIBE PRIMER"]),
+        json!(null),
+    ] {
+        let out = kip_request(&mut c, bad.clone());
+        assert_eq!(err_code(&out), "KIP_1001", "{bad} -> {out}");
+        assert!(out["error"]["hint"].is_string(), "{out}");
+    }
+    let out: Value = c.query_one("SELECT kip_execute(NULL::text)", &[]).unwrap().get(0);
+    assert_eq!(err_code(&out), "KIP_1001");
+    let out: Value = c.query_one("SELECT kip_execute('DESCRIBE PRIMER', '[1,2]')", &[]).unwrap().get(0);
+    assert_eq!(err_code(&out), "KIP_1001");
+}
+
+#[test]
+fn readonly_refuses_kml_and_cannot_write() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    ok(kip(&mut c, REGISTER, json!({})));
+    for kml in [
+        r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "X"} } }"#,
+        r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "X"} }"#,
+        r#"UPDATE ?d SET ATTRIBUTES { a: 1 } WHERE { ?d {type: "Drug"} }"#,
+    ] {
+        let out = kip_readonly(&mut c, kml, json!({}));
+        assert!(out["error"]["message"].as_str().unwrap().contains("kip_execute_readonly"), "{out}");
+    }
+    let out = kip_readonly(&mut c, "DESCRIBE PRIMER", json!({}));
+    assert!(out.get("result").is_some() || out.get("error").is_some());
+    // The read-only entry point works inside a read-only transaction.
+    let mut tx = c.transaction().unwrap();
+    tx.batch_execute("SET TRANSACTION READ ONLY").unwrap();
+    let out: Value = tx
+        .query_one("SELECT kip_execute_readonly($1::text)", &[&find_drugs()])
+        .unwrap()
+        .get(0);
+    assert_eq!(out["result"], json!([]), "{out}");
+    tx.rollback().unwrap();
+    // Read-only calls never create a space.
+    use_space(&mut c, &kip_integration_tests::unique_space("never"));
+    let out = kip_readonly(&mut c, find_drugs(), json!({}));
+    assert_eq!(err_code(&out), "KIP_3002");
+}
+
+#[test]
+fn spaces_are_isolated() {
+    let mut c = connect();
+    let a = fresh_space(&mut c, "space_a");
+    ok(kip(&mut c, REGISTER, json!({})));
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "OnlyInA"} } }"#, json!({})));
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!(["OnlyInA"]));
+    fresh_space(&mut c, "space_b");
+    ok(kip(&mut c, REGISTER, json!({})));
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!([]));
+    use_space(&mut c, &a);
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!(["OnlyInA"]));
+}

@@ -1,0 +1,234 @@
+//! Storage invariants enforced by the database itself, exercised with plain
+//! SQL (no KIP): cascading deletes through higher-order links, uniqueness per
+//! space, same-space endpoints, version bookkeeping — and pg_dump/pg_restore.
+
+use kip_integration_tests::{connect, dsn_for, ensure_database, unique_space};
+use postgres::{Client, NoTls};
+
+/// Message and constraint of a database error (the crate's Display says only "db error").
+fn db_err<T: std::fmt::Debug>(r: Result<T, postgres::Error>) -> String {
+    let e = r.expect_err("expected a database error");
+    match e.as_db_error() {
+        Some(d) => format!("{} [{}]", d.message(), d.constraint().unwrap_or("")),
+        None => e.to_string(),
+    }
+}
+
+fn new_space(client: &mut Client) -> String {
+    let space = unique_space("sql");
+    client.execute("INSERT INTO kip.spaces (name) VALUES ($1)", &[&space]).unwrap();
+    space
+}
+
+fn concept(client: &mut Client, space: &str, ty: &str, name: &str) -> i64 {
+    client
+        .query_one("INSERT INTO kip.concepts (space, type, name) VALUES ($1, $2, $3) RETURNING id", &[&space, &ty, &name])
+        .unwrap()
+        .get(0)
+}
+
+/// Insert a link; `s`/`o` are (id, is_link).
+fn link(client: &mut Client, space: &str, s: (i64, bool), p: &str, o: (i64, bool)) -> Result<i64, postgres::Error> {
+    let (sc, sl) = if s.1 { (None, Some(s.0)) } else { (Some(s.0), None) };
+    let (oc, ol) = if o.1 { (None, Some(o.0)) } else { (Some(o.0), None) };
+    client
+        .query_one(
+            "INSERT INTO kip.propositions (space, subject_concept, subject_link, predicate, object_concept, object_link)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[&space, &sc, &sl, &p, &oc, &ol],
+        )
+        .map(|r| r.get(0))
+}
+
+fn count(client: &mut Client, sql: &str, space: &str) -> i64 {
+    client.query_one(sql, &[&space]).unwrap().get(0)
+}
+
+#[test]
+fn deleting_a_concept_cascades_through_higher_order_links() {
+    let mut c = connect();
+    let s = new_space(&mut c);
+    let a = concept(&mut c, &s, "T", "a");
+    let b = concept(&mut c, &s, "T", "b");
+    let d = concept(&mut c, &s, "T", "d");
+    let p1 = link(&mut c, &s, (a, false), "p", (b, false)).unwrap();
+    // A link whose subject is a link, and one whose object is that link.
+    let p2 = link(&mut c, &s, (p1, true), "q", (d, false)).unwrap();
+    let _p3 = link(&mut c, &s, (d, false), "r", (p2, true)).unwrap();
+    // An unrelated link that must survive.
+    let keep = link(&mut c, &s, (b, false), "p", (d, false)).unwrap();
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.propositions WHERE space = $1", &s), 4);
+
+    c.execute("DELETE FROM kip.concepts WHERE id = $1", &[&a]).unwrap();
+
+    let remaining: Vec<i64> = c
+        .query("SELECT id FROM kip.propositions WHERE space = $1", &[&s])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(remaining, vec![keep]);
+    let dangling = count(
+        &mut c,
+        "SELECT count(*) FROM kip.propositions p WHERE p.space = $1 AND (
+            NOT EXISTS (SELECT 1 FROM kip.concepts x WHERE x.id = p.subject UNION ALL SELECT 1 FROM kip.propositions y WHERE y.id = p.subject)
+         OR NOT EXISTS (SELECT 1 FROM kip.concepts x WHERE x.id = p.object UNION ALL SELECT 1 FROM kip.propositions y WHERE y.id = p.object))",
+        &s,
+    );
+    assert_eq!(dangling, 0);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.concepts WHERE space = $1", &s), 2);
+}
+
+#[test]
+fn uniqueness_holds_within_a_space_not_across_spaces() {
+    let mut c = connect();
+    let s1 = new_space(&mut c);
+    let s2 = new_space(&mut c);
+    let a = concept(&mut c, &s1, "Drug", "Aspirin");
+    let b = concept(&mut c, &s1, "Symptom", "Headache");
+    let dup = c.execute("INSERT INTO kip.concepts (space, type, name) VALUES ($1, 'Drug', 'Aspirin')", &[&s1]);
+    assert!(db_err(dup).contains("concepts_space_type_name_key"));
+    // Same (type, name) with another type is a different concept.
+    concept(&mut c, &s1, "Person", "Aspirin");
+    // Same (type, name) in another space is fine.
+    let a2 = concept(&mut c, &s2, "Drug", "Aspirin");
+    let b2 = concept(&mut c, &s2, "Symptom", "Headache");
+
+    link(&mut c, &s1, (a, false), "treats", (b, false)).unwrap();
+    let dup = link(&mut c, &s1, (a, false), "treats", (b, false));
+    assert!(db_err(dup).contains("propositions_spo_key"));
+    link(&mut c, &s2, (a2, false), "treats", (b2, false)).unwrap();
+
+    // An endpoint in another space is refused by the composite foreign key.
+    let cross = link(&mut c, &s1, (a, false), "treats", (b2, false));
+    assert!(db_err(cross).contains("foreign key"));
+    // So is an endpoint that does not exist, and a link with two subjects.
+    assert!(link(&mut c, &s1, (a, false), "treats", (i64::MAX, false)).is_err());
+    let both = c.execute(
+        "INSERT INTO kip.propositions (space, subject_concept, subject_link, predicate, object_concept) VALUES ($1, $2, $2, 'p', $3)",
+        &[&s1, &a, &b],
+    );
+    assert!(db_err(both).contains("proposition_one_subject"));
+}
+
+#[test]
+fn versions_and_timestamps_are_maintained_by_the_database() {
+    let mut c = connect();
+    let s = new_space(&mut c);
+    let a = concept(&mut c, &s, "T", "a");
+    let v = |c: &mut Client| -> i32 { c.query_one("SELECT version FROM kip.concepts WHERE id = $1", &[&a]).unwrap().get(0) };
+    assert_eq!(v(&mut c), 1);
+    c.execute("UPDATE kip.concepts SET attributes = '{\"x\": 1}' WHERE id = $1", &[&a]).unwrap();
+    assert_eq!(v(&mut c), 2);
+    // A write that changes nothing is not a mutation.
+    c.execute("UPDATE kip.concepts SET attributes = '{\"x\": 1}' WHERE id = $1", &[&a]).unwrap();
+    assert_eq!(v(&mut c), 2);
+    // Writers cannot set the version.
+    c.execute("UPDATE kip.concepts SET version = 100, metadata = '{\"m\": true}' WHERE id = $1", &[&a]).unwrap();
+    assert_eq!(v(&mut c), 3);
+    let later: bool = c
+        .query_one("SELECT updated_at > created_at FROM kip.concepts WHERE id = $1", &[&a])
+        .unwrap()
+        .get(0);
+    assert!(later);
+}
+
+#[test]
+fn bad_space_names_are_refused() {
+    let mut c = connect();
+    for bad in ["", "has space", "-dash", "x'; DROP TABLE kip.concepts; --", &"x".repeat(64)] {
+        c.execute("SELECT set_config('kip.space', $1, false)", &[&bad]).unwrap();
+        let out: serde_json::Value = c.query_one("SELECT kip_execute('DESCRIBE PRIMER')", &[]).unwrap().get(0);
+        assert_eq!(out["error"]["code"], "KIP_1002", "{bad:?}: {out}");
+        assert!(out["error"]["message"].as_str().unwrap().contains("space"), "{out}");
+        assert!(c.execute("INSERT INTO kip.spaces (name) VALUES ($1)", &[&bad]).is_err());
+    }
+    let err = db_err(c.execute("SELECT kip_create_space('no spaces allowed')", &[]));
+    assert!(err.contains("invalid memory space name"), "{err}");
+}
+
+#[test]
+fn dropping_a_space_removes_its_memory_only() {
+    let mut c = connect();
+    let s1 = new_space(&mut c);
+    let s2 = new_space(&mut c);
+    let a = concept(&mut c, &s1, "T", "a");
+    let b = concept(&mut c, &s1, "T", "b");
+    link(&mut c, &s1, (a, false), "p", (b, false)).unwrap();
+    concept(&mut c, &s2, "T", "a");
+    let dropped: bool = c.query_one("SELECT kip_drop_space($1)", &[&s1]).unwrap().get(0);
+    assert!(dropped);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.concepts WHERE space = $1", &s1), 0);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.propositions WHERE space = $1", &s1), 0);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.concepts WHERE space = $1", &s2), 1);
+    let again: bool = c.query_one("SELECT kip_drop_space($1)", &[&s1]).unwrap().get(0);
+    assert!(!again);
+}
+
+fn snapshot(client: &mut Client) -> Vec<String> {
+    let mut rows = Vec::new();
+    for sql in [
+        "SELECT name FROM kip.spaces ORDER BY name",
+        "SELECT concat_ws('|', id, space, type, name, attributes::text, metadata::text, version, created_at, updated_at) FROM kip.concepts ORDER BY id",
+        "SELECT concat_ws('|', id, space, subject, predicate, object, attributes::text, metadata::text, version, created_at, updated_at) FROM kip.propositions ORDER BY id",
+        "SELECT last_value::text FROM kip.element_id_seq",
+    ] {
+        for r in client.query(sql, &[]).unwrap() {
+            rows.push(r.get::<_, String>(0));
+        }
+    }
+    rows
+}
+
+fn pg_tool(name: &str) -> String {
+    let bindir = std::process::Command::new("/usr/bin/pg_config").arg("--bindir").output().unwrap();
+    format!("{}/{name}", String::from_utf8_lossy(&bindir.stdout).trim())
+}
+
+#[test]
+fn pg_dump_and_restore_carry_the_memory() {
+    let (src, dst) = ("kip_backup_src", "kip_backup_dst");
+    let mut admin = Client::connect(&kip_integration_tests::admin_dsn(), NoTls).unwrap();
+    for db in [src, dst] {
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\"")).unwrap();
+    }
+    ensure_database(src);
+    let mut c = Client::connect(&dsn_for(src), NoTls).unwrap();
+    let s = new_space(&mut c);
+    let a = concept(&mut c, &s, "Drug", "Aspirin");
+    let b = concept(&mut c, &s, "Symptom", "Headache");
+    c.execute("UPDATE kip.concepts SET attributes = '{\"risk\": 2}', metadata = '{\"source\": \"x\"}' WHERE id = $1", &[&a])
+        .unwrap();
+    let p1 = link(&mut c, &s, (a, false), "treats", (b, false)).unwrap();
+    let p2 = link(&mut c, &s, (p1, true), "observed_in", (b, false)).unwrap();
+    // Make the first link newer on disk than the link that references it.
+    c.execute("UPDATE kip.propositions SET attributes = '{\"w\": 1}' WHERE id = $1", &[&p1]).unwrap();
+    let _ = p2;
+    let before = snapshot(&mut c);
+    drop(c);
+
+    let dump = std::env::temp_dir().join(format!("kip_backup_{}.dump", std::process::id()));
+    let port = kip_integration_tests::port();
+    let status = std::process::Command::new(pg_tool("pg_dump"))
+        .args(["-h", "localhost", "-p", &port, "-U", "postgres", "-Fc", "-f"])
+        .arg(&dump)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "pg_dump failed");
+    admin.batch_execute(&format!("CREATE DATABASE \"{dst}\"")).unwrap();
+    let out = std::process::Command::new(pg_tool("pg_restore"))
+        .args(["-h", "localhost", "-p", &port, "-U", "postgres", "--exit-on-error", "-d", dst])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg_restore failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut restored = Client::connect(&dsn_for(dst), NoTls).unwrap();
+    assert_eq!(snapshot(&mut restored), before);
+    // The restored database keeps enforcing the invariants.
+    let dup = restored.execute("INSERT INTO kip.concepts (space, type, name) VALUES ($1, 'Drug', 'Aspirin')", &[&s]);
+    assert!(dup.is_err());
+    restored.execute("DELETE FROM kip.concepts WHERE id = $1", &[&a]).unwrap();
+    assert_eq!(count(&mut restored, "SELECT count(*) FROM kip.propositions WHERE space = $1", &s), 0);
+    let _ = std::fs::remove_file(dump);
+}
