@@ -4,7 +4,8 @@
 #   2. cargo pgrx test pg15: unit tests and #[pg_test] tests inside Postgres
 #   3. integration tests from a client against the project's cluster
 #      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329})
-#   4. pg_test/ SQL scenarios (a .sql script and its expected output)
+#   4. the `make run` demo and a DESCRIBE PRIMER over psql
+#   5. pg_test/ SQL scenarios (a .sql script and its expected output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KIP_PGPORT=${KIP_PGPORT:-54329}
@@ -25,6 +26,14 @@ bash scripts/cluster.sh restart
 
 step "integration tests"
 cargo test --release -p kip-integration-tests -- --test-threads=4 2>&1
+
+step "make run smoke test: demo database and a DESCRIBE PRIMER envelope over psql"
+bash scripts/demo.sh kip_demo_check >/tmp/kip-demo-check.log 2>&1 || { cat /tmp/kip-demo-check.log; exit 1; }
+envelope=$(psql -X -tA -h localhost -p "$KIP_PGPORT" -U postgres kip_demo_check \
+  -c "SET kip.space = 'demo'" -c "SELECT kip_execute('DESCRIBE PRIMER') ? 'result'" | tail -1)
+psql -X -q -h localhost -p "$KIP_PGPORT" -U postgres postgres -c "DROP DATABASE kip_demo_check"
+if [ "$envelope" != t ]; then echo "DESCRIBE PRIMER did not return a result envelope"; exit 1; fi
+echo "DESCRIBE PRIMER returned a result envelope"
 
 step "pg_test SQL scenarios"
 bash scripts/pg_scenarios.sh

@@ -25,9 +25,12 @@ pub extern "C-unwind" fn _PG_init() {
     guc::register();
 }
 
+// `#[pg_schema]` needs an inline module; the tests live in their own file.
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
-mod tests;
+mod tests {
+    include!("pg_tests.rs");
+}
 
 /// Required by `cargo pgrx test`.
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! In-database tests (`cargo pgrx test`): the pieces that only exist inside a
-//! backend — SPI access modes, subtransaction rollback, the entry points.
+// In-database tests (`cargo pgrx test`): the pieces that only exist inside a
+// backend — SPI access modes, subtransaction rollback, the entry points.
 
 use crate::exec::{spi, subxact, Access, SqlParam};
 use pgrx::prelude::*;
