@@ -1,7 +1,6 @@
 -- Plain SQL over kip storage: the readable views and the cascade, as a BI
 -- user or another tool would see them.
 CREATE EXTENSION kip CASCADE;
-SET client_min_messages = warning;
 INSERT INTO kip.spaces (name) VALUES ('s1');
 INSERT INTO kip.concepts (space, type, name) VALUES ('s1', 'Drug', 'Aspirin'), ('s1', 'Symptom', 'Headache'), ('s1', 'Person', 'Ann');
 INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept)

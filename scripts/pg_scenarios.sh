@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${KIP_PGPORT:-54329}
+export PGOPTIONS="-c client_min_messages=warning"
 PSQL=(psql -X -q -h localhost -p "$PORT" -U postgres --no-psqlrc -v ON_ERROR_STOP=1 -P pager=off)
 mkdir -p pg_test/expected
 pass=0; fail=0
