@@ -147,7 +147,10 @@ impl ValueOrParam {
     pub fn array(items: Vec<ValueOrParam>) -> ValueOrParam {
         if items.iter().all(|v| matches!(v, ValueOrParam::Value(_))) {
             ValueOrParam::Value(Json::Array(
-                items.into_iter().map(|v| v.into_json().expect("checked")).collect(),
+                items
+                    .into_iter()
+                    .map(|v| v.into_json().expect("checked"))
+                    .collect(),
             ))
         } else {
             ValueOrParam::Array(items)
@@ -158,7 +161,10 @@ impl ValueOrParam {
     /// inside. A duplicate key keeps its first position and takes the last
     /// value (JSON/serde_json behaviour) in the collapsed form.
     pub fn object(fields: Vec<Field>) -> ValueOrParam {
-        if fields.iter().all(|f| matches!(f.value, ValueOrParam::Value(_))) {
+        if fields
+            .iter()
+            .all(|f| matches!(f.value, ValueOrParam::Value(_)))
+        {
             let mut map = serde_json::Map::new();
             for f in fields {
                 map.insert(f.key, f.value.into_json().expect("checked"));
@@ -214,7 +220,10 @@ pub struct DotPath {
 impl DotPath {
     /// A bare variable reference `?var`.
     pub fn var(name: impl Into<String>) -> DotPath {
-        DotPath { var: name.into(), field: PathField::Whole }
+        DotPath {
+            var: name.into(),
+            field: PathField::Whole,
+        }
     }
 }
 
@@ -313,9 +322,15 @@ pub enum SortDirection {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum WhereClause {
     /// `?var {…}` concept node clause (§3.4.1).
-    Concept { var: String, selector: ConceptSelector },
+    Concept {
+        var: String,
+        selector: ConceptSelector,
+    },
     /// `[?var] (…)` proposition link clause (§3.4.2).
-    Proposition { var: Option<String>, pattern: PropPattern },
+    Proposition {
+        var: Option<String>,
+        pattern: PropPattern,
+    },
     /// `FILTER(<expr>)`.
     Filter(Expr),
     /// `OPTIONAL { … }` — left join.
@@ -345,7 +360,10 @@ impl ConceptSelector {
     /// True for the forms that identify at most one node (`{id}`,
     /// `{type, name}`), the only ones allowed in KML targets.
     pub fn is_identity(&self) -> bool {
-        matches!(self, ConceptSelector::Id(_) | ConceptSelector::TypeName { .. })
+        matches!(
+            self,
+            ConceptSelector::Id(_) | ConceptSelector::TypeName { .. }
+        )
     }
 }
 
@@ -417,7 +435,11 @@ pub enum Expr {
     /// `a || b || …` (at least two operands).
     Or(Vec<Expr>),
     /// `a <op> b` (comparisons are non-associative).
-    Compare { op: CompareOp, left: Box<Expr>, right: Box<Expr> },
+    Compare {
+        op: CompareOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
     /// `IN(…)`, `IS_NULL(…)`, `CONTAINS(…)`, … with checked arity.
     Call { func: FilterFunc, args: Vec<Expr> },
 }
@@ -564,7 +586,10 @@ pub enum UpdateExpr {
     /// A path whose `var` is the UPDATE target.
     Path(DotPath),
     /// `ADD(a,b)`, `MUL(a,b)`, `CLAMP(x,lo,hi)`, `COALESCE(x,d)`.
-    Call { func: UpdateFunc, args: Vec<UpdateExpr> },
+    Call {
+        func: UpdateFunc,
+        args: Vec<UpdateExpr>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -605,13 +630,27 @@ pub struct Merge {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Delete {
     /// `DELETE ATTRIBUTES {"k", …} FROM ?t WHERE {…}`
-    Attributes { keys: Vec<StrArg>, target: String, where_clauses: Vec<WhereClause> },
+    Attributes {
+        keys: Vec<StrArg>,
+        target: String,
+        where_clauses: Vec<WhereClause>,
+    },
     /// `DELETE METADATA {"k", …} FROM ?t WHERE {…}`
-    Metadata { keys: Vec<StrArg>, target: String, where_clauses: Vec<WhereClause> },
+    Metadata {
+        keys: Vec<StrArg>,
+        target: String,
+        where_clauses: Vec<WhereClause>,
+    },
     /// `DELETE PROPOSITIONS ?l WHERE {…}`
-    Propositions { target: String, where_clauses: Vec<WhereClause> },
+    Propositions {
+        target: String,
+        where_clauses: Vec<WhereClause>,
+    },
     /// `DELETE CONCEPT ?c DETACH WHERE {…}` (DETACH is mandatory).
-    Concept { target: String, where_clauses: Vec<WhereClause> },
+    Concept {
+        target: String,
+        where_clauses: Vec<WhereClause>,
+    },
 }
 
 // ---------------------------------------------------------------------------
@@ -623,9 +662,15 @@ pub enum Delete {
 pub enum Describe {
     Primer,
     Domains,
-    ConceptTypes { limit: Option<UIntArg>, cursor: Option<StrArg> },
+    ConceptTypes {
+        limit: Option<UIntArg>,
+        cursor: Option<StrArg>,
+    },
     ConceptType(StrArg),
-    PropositionTypes { limit: Option<UIntArg>, cursor: Option<StrArg> },
+    PropositionTypes {
+        limit: Option<UIntArg>,
+        cursor: Option<StrArg>,
+    },
     PropositionType(StrArg),
 }
 

@@ -29,7 +29,10 @@ enum Slot<'a> {
 
 type Visit<'f> = dyn FnMut(Slot<'_>) -> Result<(), KipError> + 'f;
 
-pub(crate) fn bind_script(mut script: Script, params: &Map<String, Json>) -> Result<Script, KipError> {
+pub(crate) fn bind_script(
+    mut script: Script,
+    params: &Map<String, Json>,
+) -> Result<Script, KipError> {
     walk_script(&mut script, &mut |slot| bind_slot(slot, params))?;
     Ok(script)
 }
@@ -68,13 +71,17 @@ fn value_params(v: &ValueOrParam, add: &mut impl FnMut(&str)) {
 
 fn lookup<'p>(name: &str, params: &'p Map<String, Json>) -> Result<&'p Json, KipError> {
     params.get(name).ok_or_else(|| {
-        KipError::syntax(format!("missing parameter :{name}"))
-            .with_hint(format!("Provide it in `parameters`, e.g. {{\"{name}\": …}}."))
+        KipError::syntax(format!("missing parameter :{name}")).with_hint(format!(
+            "Provide it in `parameters`, e.g. {{\"{name}\": …}}."
+        ))
     })
 }
 
 fn wrong_kind(name: &str, expected: &str, got: &Json) -> KipError {
-    KipError::syntax(format!("parameter :{name} must be {expected}, got {}", kind_of(got)))
+    KipError::syntax(format!(
+        "parameter :{name} must be {expected}, got {}",
+        kind_of(got)
+    ))
 }
 
 fn kind_of(v: &Json) -> &'static str {
@@ -103,11 +110,19 @@ fn bind_slot(slot: Slot<'_>, params: &Map<String, Json>) -> Result<(), KipError>
                 let v = lookup(n, params)?;
                 let int = v.as_u64().or_else(|| {
                     // Accept 10.0 from JSON encoders that emit floats.
-                    v.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f <= u64::MAX as f64).map(|f| f as u64)
+                    v.as_f64()
+                        .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f <= u64::MAX as f64)
+                        .map(|f| f as u64)
                 });
                 match int {
                     Some(i) => *arg = Bindable::Lit(i),
-                    None => return Err(wrong_kind(n, &format!("a non-negative integer ({what})"), v)),
+                    None => {
+                        return Err(wrong_kind(
+                            n,
+                            &format!("a non-negative integer ({what})"),
+                            v,
+                        ))
+                    }
                 }
             }
         }
@@ -116,7 +131,11 @@ fn bind_slot(slot: Slot<'_>, params: &Map<String, Json>) -> Result<(), KipError>
                 let v = lookup(n, params)?;
                 match v.as_f64() {
                     Some(f) if (0.0..=1.0).contains(&f) => *arg = Bindable::Lit(f),
-                    Some(f) => return Err(KipError::syntax(format!("parameter :{n} (THRESHOLD) must be between 0 and 1, got {f}"))),
+                    Some(f) => {
+                        return Err(KipError::syntax(format!(
+                            "parameter :{n} (THRESHOLD) must be between 0 and 1, got {f}"
+                        )))
+                    }
                     None => return Err(wrong_kind(n, "a number (THRESHOLD)", v)),
                 }
             }
@@ -210,7 +229,12 @@ fn walk_command(c: &mut Command, f: &mut Visit<'_>) -> Result<(), KipError> {
             walk_fields(&mut u.metadata, f)
         }
         Command::Update(u) => {
-            for field in u.set_attributes.iter_mut().chain(u.set_metadata.iter_mut()).flatten() {
+            for field in u
+                .set_attributes
+                .iter_mut()
+                .chain(u.set_metadata.iter_mut())
+                .flatten()
+            {
                 walk_update_expr(&mut field.value, f)?;
             }
             walk_where(&mut u.where_clauses, f)?;
@@ -218,17 +242,29 @@ fn walk_command(c: &mut Command, f: &mut Visit<'_>) -> Result<(), KipError> {
         }
         Command::Merge(m) => walk_where(&mut m.where_clauses, f),
         Command::Delete(d) => match d {
-            Delete::Attributes { keys, where_clauses, .. } | Delete::Metadata { keys, where_clauses, .. } => {
+            Delete::Attributes {
+                keys,
+                where_clauses,
+                ..
+            }
+            | Delete::Metadata {
+                keys,
+                where_clauses,
+                ..
+            } => {
                 for k in keys {
                     f(Slot::Str(k, "a key"))?;
                 }
                 walk_where(where_clauses, f)
             }
-            Delete::Propositions { where_clauses, .. } | Delete::Concept { where_clauses, .. } => walk_where(where_clauses, f),
+            Delete::Propositions { where_clauses, .. } | Delete::Concept { where_clauses, .. } => {
+                walk_where(where_clauses, f)
+            }
         },
         Command::Describe(d) => match d {
             Describe::Primer | Describe::Domains => Ok(()),
-            Describe::ConceptTypes { limit, cursor } | Describe::PropositionTypes { limit, cursor } => walk_page(limit, cursor, f),
+            Describe::ConceptTypes { limit, cursor }
+            | Describe::PropositionTypes { limit, cursor } => walk_page(limit, cursor, f),
             Describe::ConceptType(name) => f(Slot::Str(name, "a concept type name")),
             Describe::PropositionType(name) => f(Slot::Str(name, "a predicate")),
         },
@@ -252,7 +288,11 @@ fn walk_command(c: &mut Command, f: &mut Visit<'_>) -> Result<(), KipError> {
     }
 }
 
-fn walk_page(limit: &mut Option<UIntArg>, cursor: &mut Option<StrArg>, f: &mut Visit<'_>) -> Result<(), KipError> {
+fn walk_page(
+    limit: &mut Option<UIntArg>,
+    cursor: &mut Option<StrArg>,
+    f: &mut Visit<'_>,
+) -> Result<(), KipError> {
     walk_uint(limit, "LIMIT", f)?;
     if let Some(c) = cursor {
         f(Slot::Str(c, "a CURSOR token"))?;
@@ -260,7 +300,11 @@ fn walk_page(limit: &mut Option<UIntArg>, cursor: &mut Option<StrArg>, f: &mut V
     Ok(())
 }
 
-fn walk_uint(v: &mut Option<UIntArg>, what: &'static str, f: &mut Visit<'_>) -> Result<(), KipError> {
+fn walk_uint(
+    v: &mut Option<UIntArg>,
+    what: &'static str,
+    f: &mut Visit<'_>,
+) -> Result<(), KipError> {
     match v {
         Some(v) => f(Slot::UInt(v, what)),
         None => Ok(()),
@@ -280,7 +324,9 @@ fn walk_where(clauses: &mut [WhereClause], f: &mut Visit<'_>) -> Result<(), KipE
             WhereClause::Concept { selector, .. } => walk_selector(selector, f)?,
             WhereClause::Proposition { pattern, .. } => walk_prop(pattern, f)?,
             WhereClause::Filter(e) => walk_expr(e, f)?,
-            WhereClause::Optional(b) | WhereClause::Not(b) | WhereClause::Union(b) => walk_where(b, f)?,
+            WhereClause::Optional(b) | WhereClause::Not(b) | WhereClause::Union(b) => {
+                walk_where(b, f)?
+            }
         }
     }
     Ok(())
@@ -304,7 +350,9 @@ fn walk_prop(p: &mut PropPattern, f: &mut Visit<'_>) -> Result<(), KipError> {
         PropPattern::Triple(t) => {
             walk_endpoint(&mut t.subject, f)?;
             match &mut t.predicate {
-                Predicate::Literal(p) | Predicate::Hops { predicate: p, .. } => f(Slot::Str(p, "a predicate"))?,
+                Predicate::Literal(p) | Predicate::Hops { predicate: p, .. } => {
+                    f(Slot::Str(p, "a predicate"))?
+                }
                 Predicate::Alternatives(ps) => {
                     for p in ps {
                         f(Slot::Str(p, "a predicate"))?;

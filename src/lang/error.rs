@@ -130,7 +130,11 @@ pub struct KipError {
 
 impl KipError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> KipError {
-        KipError { code, message: message.into(), hint: None }
+        KipError {
+            code,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     /// KIP_1001 InvalidSyntax.

@@ -42,11 +42,16 @@ pub fn unescape(body: &str) -> Result<String, (usize, String)> {
             'r' => out.push('\r'),
             't' => out.push('\t'),
             'u' => {
-                let hi = read_hex4(body, i + 2).ok_or((i, "expected 4 hex digits after \\u".to_string()))?;
+                let hi = read_hex4(body, i + 2)
+                    .ok_or((i, "expected 4 hex digits after \\u".to_string()))?;
                 skip(&mut iter, 4);
                 let code = if (0xD800..0xDC00).contains(&hi) {
                     // High surrogate: must be followed by \uDC00-\uDFFF.
-                    let lo = if body[i + 6..].starts_with("\\u") { read_hex4(body, i + 8) } else { None };
+                    let lo = if body[i + 6..].starts_with("\\u") {
+                        read_hex4(body, i + 8)
+                    } else {
+                        None
+                    };
                     match lo {
                         Some(lo) if (0xDC00..0xE000).contains(&lo) => {
                             skip(&mut iter, 6);
@@ -89,7 +94,8 @@ pub fn quote(s: &str) -> String {
 /// Parse a number token with JSON semantics (integers stay integers,
 /// everything else is f64). Out-of-range values are an error.
 pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
-    serde_json::from_str::<serde_json::Number>(text).map_err(|_| format!("number '{text}' is out of range"))
+    serde_json::from_str::<serde_json::Number>(text)
+        .map_err(|_| format!("number '{text}' is out of range"))
 }
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ pub const MAX_NESTING_DEPTH: usize = depth::MAX_DEPTH;
 /// capsules do). Errors: `KIP_1001` (syntax/structure, with line:column),
 /// `KIP_1002` (illegal identifier).
 pub fn parse(text: &str) -> Result<ast::Script, KipError> {
+    // A leading UTF-8 byte-order mark (files saved on Windows) is not KIP.
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     depth::check(text)?;
     parser::parse_script(text)
 }

@@ -129,10 +129,14 @@ fn value_block(out: &mut String, v: &ValueOrParam, level: usize) {
     let mut inline = String::new();
     value(&mut inline, v);
     let entries: Vec<(&str, ValueOrParam)> = match v {
-        ValueOrParam::Value(Json::Object(m)) if inline.len() > INLINE_MAX => {
-            m.iter().map(|(k, v)| (k.as_str(), ValueOrParam::Value(v.clone()))).collect()
-        }
-        ValueOrParam::Object(fs) if inline.len() > INLINE_MAX => fs.iter().map(|f| (f.key.as_str(), f.value.clone())).collect(),
+        ValueOrParam::Value(Json::Object(m)) if inline.len() > INLINE_MAX => m
+            .iter()
+            .map(|(k, v)| (k.as_str(), ValueOrParam::Value(v.clone())))
+            .collect(),
+        ValueOrParam::Object(fs) if inline.len() > INLINE_MAX => fs
+            .iter()
+            .map(|f| (f.key.as_str(), f.value.clone()))
+            .collect(),
         _ => {
             out.push_str(&inline);
             return;
@@ -332,7 +336,11 @@ fn expr(out: &mut String, e: &Expr, min: u8) {
             expr(out, x, 4);
         }
         Expr::And(xs) | Expr::Or(xs) => {
-            let (sep, child_min) = if matches!(e, Expr::And(_)) { (" && ", 3) } else { (" || ", 2) };
+            let (sep, child_min) = if matches!(e, Expr::And(_)) {
+                (" && ", 3)
+            } else {
+                (" || ", 2)
+            };
             for (i, x) in xs.iter().enumerate() {
                 if i > 0 {
                     out.push_str(sep);
@@ -555,7 +563,10 @@ fn block_metadata(out: &mut String, m: &Option<Fields>) {
 
 fn update(out: &mut String, u: &Update) {
     let _ = writeln!(out, "UPDATE ?{}", u.target);
-    for (kw, set) in [("ATTRIBUTES", &u.set_attributes), ("METADATA", &u.set_metadata)] {
+    for (kw, set) in [
+        ("ATTRIBUTES", &u.set_attributes),
+        ("METADATA", &u.set_metadata),
+    ] {
         if let Some(set) = set {
             let _ = write!(out, "SET {kw} ");
             if set.is_empty() {
@@ -613,17 +624,36 @@ fn delete(out: &mut String, d: &Delete) {
         out.push('}');
     };
     match d {
-        Delete::Attributes { keys, target, where_clauses } | Delete::Metadata { keys, target, where_clauses } => {
-            out.push_str(if matches!(d, Delete::Attributes { .. }) { "DELETE ATTRIBUTES " } else { "DELETE METADATA " });
+        Delete::Attributes {
+            keys,
+            target,
+            where_clauses,
+        }
+        | Delete::Metadata {
+            keys,
+            target,
+            where_clauses,
+        } => {
+            out.push_str(if matches!(d, Delete::Attributes { .. }) {
+                "DELETE ATTRIBUTES "
+            } else {
+                "DELETE METADATA "
+            });
             key_list(out, keys);
             let _ = writeln!(out, " FROM ?{target}");
             where_block(out, where_clauses);
         }
-        Delete::Propositions { target, where_clauses } => {
+        Delete::Propositions {
+            target,
+            where_clauses,
+        } => {
             let _ = writeln!(out, "DELETE PROPOSITIONS ?{target}");
             where_block(out, where_clauses);
         }
-        Delete::Concept { target, where_clauses } => {
+        Delete::Concept {
+            target,
+            where_clauses,
+        } => {
             let _ = writeln!(out, "DELETE CONCEPT ?{target} DETACH");
             where_block(out, where_clauses);
         }

@@ -10,7 +10,11 @@ use crate::error::KipError;
 use crate::parser::Rule;
 use pest::error::{ErrorVariant, InputLocation};
 
-pub fn translate(err: pest::error::Error<Rule>, detail: Option<pest::error::Error<Rule>>, text: &str) -> KipError {
+pub fn translate(
+    err: pest::error::Error<Rule>,
+    detail: Option<pest::error::Error<Rule>>,
+    text: &str,
+) -> KipError {
     let rule_pos = match err.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((p, _)) => p,
@@ -107,8 +111,15 @@ fn describe(rule: Rule) -> Option<&'static str> {
         kw_from => "FROM",
         kw_detach => "DETACH",
         kw_describe => "DESCRIBE",
-        kw_primer | describe_primer | kw_domains | describe_domains | kw_types | kw_type
-        | describe_concept_types | describe_concept_type | describe_prop_types
+        kw_primer
+        | describe_primer
+        | kw_domains
+        | describe_domains
+        | kw_types
+        | kw_type
+        | describe_concept_types
+        | describe_concept_type
+        | describe_prop_types
         | describe_prop_type => {
             "PRIMER, DOMAINS, CONCEPT TYPES, CONCEPT TYPE, PROPOSITION TYPES or PROPOSITION TYPE"
         }
@@ -134,11 +145,13 @@ fn describe(rule: Rule) -> Option<&'static str> {
         prop_pattern => "a proposition clause (…)",
         prop_id | id_key => "id",
         triple | endpoint => "a subject/object (?var, {…}, (…) or an id string)",
-        predicate | pred_alts | pred_hops | bad_pred_var => "a predicate like \"treats\" or ?p",
+        predicate | pred_alt | bad_pred_tail => "a predicate like \"treats\" or ?p",
         // Only ever tried as an optional continuation; naming it misleads.
         hop_range | hop_comma => return None,
         expr | and_expr | cmp_expr | unary | primary => "an expression",
-        func_call | filter_func => "a function (IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH, REGEX)",
+        func_call | filter_func => {
+            "a function (IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH, REGEX)"
+        }
         or_op => "'||'",
         and_op => "'&&'",
         cmp_op => "a comparison (==, !=, <, >, <=, >=)",
@@ -149,13 +162,15 @@ fn describe(rule: Rule) -> Option<&'static str> {
         set_prop_item => "a proposition entry (\"predicate\", target)",
         update_set => "SET ATTRIBUTES or SET METADATA",
         update_field => "a key: value pair",
-        update_expr | update_call | update_func => "a value or update expression (ADD, MUL, CLAMP, COALESCE)",
+        update_expr | update_call | update_func => {
+            "a value or update expression (ADD, MUL, CLAMP, COALESCE)"
+        }
         delete_attrs | delete_meta | delete_props | delete_concept => {
             "ATTRIBUTES, METADATA, PROPOSITIONS or CONCEPT"
         }
         key_set => "a key list {\"key\", …}",
-        WHITESPACE | COMMENT | command | ident_char | find_modifier | where_clause | upsert_item
-        | block_set | page_modifier | search_option => return None,
+        WHITESPACE | COMMENT | command | ident_char | find_modifier | where_clause
+        | upsert_item | block_set | page_modifier | search_option => return None,
     })
 }
 
@@ -176,7 +191,12 @@ fn found_at(text: &str, pos: usize) -> String {
     let Some(first) = rest.chars().next() else {
         return "end of input".into();
     };
-    let token: String = if first.is_alphanumeric() || first == '_' || first == '?' || first == ':' || first == '$' {
+    let token: String = if first.is_alphanumeric()
+        || first == '_'
+        || first == '?'
+        || first == ':'
+        || first == '$'
+    {
         let mut s = String::new();
         for (i, c) in rest.chars().enumerate() {
             if i > 0 && !(c.is_alphanumeric() || c == '_') {
@@ -186,7 +206,12 @@ fn found_at(text: &str, pos: usize) -> String {
         }
         s
     } else if first == '"' {
-        let body: String = rest.chars().skip(1).take_while(|&c| c != '"' && c != '\n').take(24).collect();
+        let body: String = rest
+            .chars()
+            .skip(1)
+            .take_while(|&c| c != '"' && c != '\n')
+            .take(24)
+            .collect();
         format!("\"{body}\"")
     } else {
         first.to_string()
@@ -194,22 +219,80 @@ fn found_at(text: &str, pos: usize) -> String {
     let shown: String = token
         .chars()
         .take(32)
-        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
         .collect();
     format!("`{shown}`")
 }
 
 const KEYWORDS: &[&str] = &[
-    "FIND", "WHERE", "FILTER", "OPTIONAL", "NOT", "UNION", "ORDER", "BY", "ASC", "DESC", "LIMIT", "CURSOR",
-    "DISTINCT", "UPSERT", "CONCEPT", "PROPOSITION", "PROPOSITIONS", "SET", "ATTRIBUTES", "METADATA", "WITH",
-    "EXPECT", "VERSION", "UPDATE", "MERGE", "INTO", "DELETE", "FROM", "DETACH", "DESCRIBE", "PRIMER", "DOMAINS",
-    "TYPES", "TYPE", "SEARCH", "MODE", "THRESHOLD", "EXPORT", "COUNT", "SUM", "AVG", "MIN", "MAX", "IN",
-    "IS_NULL", "IS_NOT_NULL", "CONTAINS", "STARTS_WITH", "ENDS_WITH", "REGEX", "ADD", "MUL", "CLAMP", "COALESCE",
+    "FIND",
+    "WHERE",
+    "FILTER",
+    "OPTIONAL",
+    "NOT",
+    "UNION",
+    "ORDER",
+    "BY",
+    "ASC",
+    "DESC",
+    "LIMIT",
+    "CURSOR",
+    "DISTINCT",
+    "UPSERT",
+    "CONCEPT",
+    "PROPOSITION",
+    "PROPOSITIONS",
+    "SET",
+    "ATTRIBUTES",
+    "METADATA",
+    "WITH",
+    "EXPECT",
+    "VERSION",
+    "UPDATE",
+    "MERGE",
+    "INTO",
+    "DELETE",
+    "FROM",
+    "DETACH",
+    "DESCRIBE",
+    "PRIMER",
+    "DOMAINS",
+    "TYPES",
+    "TYPE",
+    "SEARCH",
+    "MODE",
+    "THRESHOLD",
+    "EXPORT",
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "IN",
+    "IS_NULL",
+    "IS_NOT_NULL",
+    "CONTAINS",
+    "STARTS_WITH",
+    "ENDS_WITH",
+    "REGEX",
+    "ADD",
+    "MUL",
+    "CLAMP",
+    "COALESCE",
 ];
 
 fn hint_for(text: &str, pos: usize) -> String {
     let rest = &text[pos.min(text.len())..];
-    let word: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
     if !word.is_empty() {
         let upper = word.to_ascii_uppercase();
         if upper != word && KEYWORDS.contains(&upper.as_str()) {
@@ -217,7 +300,8 @@ fn hint_for(text: &str, pos: usize) -> String {
         }
     }
     if word == "EXPECT" {
-        return "EXPECT VERSION goes right after the identity clause of the block, before any SET.".into();
+        return "EXPECT VERSION goes right after the identity clause of the block, before any SET."
+            .into();
     }
     if rest.starts_with('\'') {
         return "Strings use double quotes: \"like this\".".into();

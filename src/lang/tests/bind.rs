@@ -15,9 +15,19 @@ fn bind(text: &str, p: Value) -> Result<Script, kip_lang::KipError> {
 /// Binding then printing must equal parsing the literal text directly.
 fn assert_binds_to(text: &str, p: Value, expected_text: &str) {
     let bound = bind(text, p).unwrap_or_else(|e| panic!("bind failed for {text}: {e}"));
-    assert!(bound.is_bound(), "params left in {text}: {:?}", bound.params());
+    assert!(
+        bound.is_bound(),
+        "params left in {text}: {:?}",
+        bound.params()
+    );
     let expected = kip_lang::parse(expected_text).expect("expected text parses");
-    assert_eq!(bound, expected, "\nbound:    {}\nexpected: {}", kip_lang::print(&bound), kip_lang::print(&expected));
+    assert_eq!(
+        bound,
+        expected,
+        "\nbound:    {}\nexpected: {}",
+        kip_lang::print(&bound),
+        kip_lang::print(&expected)
+    );
 }
 
 #[test]
@@ -109,8 +119,16 @@ fn every_placeholder_position() {
         json!({"term": "dark mode", "type": "Preference", "mode": "semantic", "th": 0.75, "limit": 5}),
         r#"SEARCH CONCEPT "dark mode" WITH TYPE "Preference" MODE "semantic" THRESHOLD 0.75 LIMIT 5"#,
     );
-    assert_binds_to("DESCRIBE CONCEPT TYPE :t", json!({"t": "Drug"}), r#"DESCRIBE CONCEPT TYPE "Drug""#);
-    assert_binds_to("DESCRIBE PROPOSITION TYPE :p", json!({"p": "treats"}), r#"DESCRIBE PROPOSITION TYPE "treats""#);
+    assert_binds_to(
+        "DESCRIBE CONCEPT TYPE :t",
+        json!({"t": "Drug"}),
+        r#"DESCRIBE CONCEPT TYPE "Drug""#,
+    );
+    assert_binds_to(
+        "DESCRIBE PROPOSITION TYPE :p",
+        json!({"p": "treats"}),
+        r#"DESCRIBE PROPOSITION TYPE "treats""#,
+    );
     assert_binds_to(
         "DESCRIBE CONCEPT TYPES LIMIT :l CURSOR :c",
         json!({"l": 2, "c": "x"}),
@@ -125,21 +143,35 @@ fn every_placeholder_position() {
 
 #[test]
 fn params_are_listed_in_order() {
-    let s = kip_lang::parse(r#"FIND(?a) WHERE { ?a {type: :t, name: :n} FILTER(?a.x == :t) } LIMIT :limit"#);
+    let s = kip_lang::parse(
+        r#"FIND(?a) WHERE { ?a {type: :t, name: :n} FILTER(?a.x == :t) } LIMIT :limit"#,
+    );
     // `?a.x` is not a valid path; use a valid one.
     assert!(s.is_err());
-    let s = kip_lang::parse(r#"FIND(?a) WHERE { ?a {type: :t, name: :n} FILTER(?a.name == :t) } LIMIT :limit"#).unwrap();
+    let s = kip_lang::parse(
+        r#"FIND(?a) WHERE { ?a {type: :t, name: :n} FILTER(?a.name == :t) } LIMIT :limit"#,
+    )
+    .unwrap();
     assert_eq!(s.params(), vec!["t", "n", "limit"]);
     assert!(!s.is_bound());
 }
 
 #[test]
 fn placeholder_inside_string_stays_literal() {
-    let s = bind(r#"FIND(?a) WHERE { ?a {type: "Drug", name: "Hello :name"} }"#, json!({"name": "X"})).unwrap();
-    let expected = kip_lang::parse(r#"FIND(?a) WHERE { ?a {type: "Drug", name: "Hello :name"} }"#).unwrap();
+    let s = bind(
+        r#"FIND(?a) WHERE { ?a {type: "Drug", name: "Hello :name"} }"#,
+        json!({"name": "X"}),
+    )
+    .unwrap();
+    let expected =
+        kip_lang::parse(r#"FIND(?a) WHERE { ?a {type: "Drug", name: "Hello :name"} }"#).unwrap();
     assert_eq!(s, expected);
     // And it is not reported as a parameter.
-    assert!(kip_lang::parse(r#"UPSERT { CONCEPT ?c { {type: "T", name: ":x"} SET ATTRIBUTES { a: "b :y" } } }"#).unwrap().is_bound());
+    assert!(kip_lang::parse(
+        r#"UPSERT { CONCEPT ?c { {type: "T", name: ":x"} SET ATTRIBUTES { a: "b :y" } } }"#
+    )
+    .unwrap()
+    .is_bound());
 }
 
 #[test]
@@ -157,29 +189,68 @@ fn values_cannot_change_structure() {
 
 #[test]
 fn missing_parameter_names_it() {
-    let e = bind(r#"FIND(?a) WHERE { ?a {type: "Drug", name: :drug_name} }"#, json!({})).unwrap_err();
+    let e = bind(
+        r#"FIND(?a) WHERE { ?a {type: "Drug", name: :drug_name} }"#,
+        json!({}),
+    )
+    .unwrap_err();
     assert_eq!(e.code.as_str(), "KIP_1001");
     assert!(e.message.contains(":drug_name"), "{}", e.message);
-    let e = bind(r#"UPSERT { CONCEPT ?c { {type: "T", name: "n"} SET ATTRIBUTES { a: [1, {b: :deep}] } } }"#, json!({"other": 1}))
-        .unwrap_err();
+    let e = bind(
+        r#"UPSERT { CONCEPT ?c { {type: "T", name: "n"} SET ATTRIBUTES { a: [1, {b: :deep}] } } }"#,
+        json!({"other": 1}),
+    )
+    .unwrap_err();
     assert!(e.message.contains(":deep"), "{}", e.message);
 }
 
 #[test]
 fn wrong_kind_is_refused() {
     let cases: &[(&str, Value, &str)] = &[
-        (r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#, json!({"limit": "ten"}), ":limit"),
-        (r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#, json!({"limit": -1}), ":limit"),
-        (r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#, json!({"limit": 1.5}), ":limit"),
+        (
+            r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#,
+            json!({"limit": "ten"}),
+            ":limit",
+        ),
+        (
+            r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#,
+            json!({"limit": -1}),
+            ":limit",
+        ),
+        (
+            r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#,
+            json!({"limit": 1.5}),
+            ":limit",
+        ),
         (r#"FIND(?a) WHERE { ?a {type: :t} }"#, json!({"t": 3}), ":t"),
-        (r#"FIND(?a) WHERE { (?a, :p, ?b) }"#, json!({"p": ["x"]}), ":p"),
-        (r#"FIND(?a) WHERE { ?a {type: "T"} } CURSOR :c"#, json!({"c": null}), ":c"),
-        (r#"FIND(?a) WHERE { ?a {type: "T"} FILTER(IN(?a.name, :xs)) }"#, json!({"xs": "a"}), ":xs"),
+        (
+            r#"FIND(?a) WHERE { (?a, :p, ?b) }"#,
+            json!({"p": ["x"]}),
+            ":p",
+        ),
+        (
+            r#"FIND(?a) WHERE { ?a {type: "T"} } CURSOR :c"#,
+            json!({"c": null}),
+            ":c",
+        ),
+        (
+            r#"FIND(?a) WHERE { ?a {type: "T"} FILTER(IN(?a.name, :xs)) }"#,
+            json!({"xs": "a"}),
+            ":xs",
+        ),
         ("SEARCH CONCEPT :term", json!({"term": 1}), ":term"),
         (r#"SEARCH CONCEPT "x" MODE :m"#, json!({"m": "fast"}), ":m"),
         (r#"SEARCH CONCEPT "x" THRESHOLD :t"#, json!({"t": 2}), ":t"),
-        (r#"SEARCH CONCEPT "x" THRESHOLD :t"#, json!({"t": "high"}), ":t"),
-        (r#"UPSERT { CONCEPT ?c { {type: "T", name: "n"} EXPECT VERSION :v } }"#, json!({"v": "1"}), ":v"),
+        (
+            r#"SEARCH CONCEPT "x" THRESHOLD :t"#,
+            json!({"t": "high"}),
+            ":t",
+        ),
+        (
+            r#"UPSERT { CONCEPT ?c { {type: "T", name: "n"} EXPECT VERSION :v } }"#,
+            json!({"v": "1"}),
+            ":v",
+        ),
     ];
     for (text, p, name) in cases {
         let e = bind(text, p.clone()).unwrap_err();
@@ -187,8 +258,14 @@ fn wrong_kind_is_refused() {
         assert!(e.message.contains(name), "{text}: {}", e.message);
     }
     // Integral floats are accepted where an integer is expected.
-    let s = bind(r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#, json!({"limit": 10.0})).unwrap();
-    let Command::Find(q) = &s.commands[0] else { panic!() };
+    let s = bind(
+        r#"FIND(?a) WHERE { ?a {type: "T"} } LIMIT :limit"#,
+        json!({"limit": 10.0}),
+    )
+    .unwrap();
+    let Command::Find(q) = &s.commands[0] else {
+        panic!()
+    };
     assert_eq!(q.limit, Some(Bindable::Lit(10)));
 }
 

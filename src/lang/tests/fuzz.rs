@@ -30,13 +30,86 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "FIND", "WHERE", "FILTER", "OPTIONAL", "NOT", "UNION", "ORDER BY", "ASC", "DESC", "LIMIT", "CURSOR", "COUNT",
-    "DISTINCT", "UPSERT", "CONCEPT", "PROPOSITION", "SET ATTRIBUTES", "SET PROPOSITIONS", "WITH METADATA",
-    "EXPECT VERSION", "UPDATE", "SET METADATA", "MERGE", "INTO", "DELETE", "DETACH", "FROM", "DESCRIBE", "PRIMER",
-    "TYPES", "TYPE", "SEARCH", "MODE", "THRESHOLD", "EXPORT", "IN", "IS_NULL", "CONTAINS", "ADD", "CLAMP",
-    "?x", "?1bad", ":p", ":", "\"s\"", "\"", "\\", "\\u", "{", "}", "(", ")", "[", "]", ",", "|", "||", "&&", "!",
-    "==", "<=", ".", ".attributes", ".metadata.k", "{1,3}", "{0,}", "-1", "1e999", "0.5", "true", "null", "//",
-    "\n", " ", "é", "😀", "\u{0}", "id:", "type:", "name:",
+    "FIND",
+    "WHERE",
+    "FILTER",
+    "OPTIONAL",
+    "NOT",
+    "UNION",
+    "ORDER BY",
+    "ASC",
+    "DESC",
+    "LIMIT",
+    "CURSOR",
+    "COUNT",
+    "DISTINCT",
+    "UPSERT",
+    "CONCEPT",
+    "PROPOSITION",
+    "SET ATTRIBUTES",
+    "SET PROPOSITIONS",
+    "WITH METADATA",
+    "EXPECT VERSION",
+    "UPDATE",
+    "SET METADATA",
+    "MERGE",
+    "INTO",
+    "DELETE",
+    "DETACH",
+    "FROM",
+    "DESCRIBE",
+    "PRIMER",
+    "TYPES",
+    "TYPE",
+    "SEARCH",
+    "MODE",
+    "THRESHOLD",
+    "EXPORT",
+    "IN",
+    "IS_NULL",
+    "CONTAINS",
+    "ADD",
+    "CLAMP",
+    "?x",
+    "?1bad",
+    ":p",
+    ":",
+    "\"s\"",
+    "\"",
+    "\\",
+    "\\u",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    "|",
+    "||",
+    "&&",
+    "!",
+    "==",
+    "<=",
+    ".",
+    ".attributes",
+    ".metadata.k",
+    "{1,3}",
+    "{0,}",
+    "-1",
+    "1e999",
+    "0.5",
+    "true",
+    "null",
+    "//",
+    "\n",
+    " ",
+    "é",
+    "😀",
+    "\u{0}",
+    "id:",
+    "type:",
+    "name:",
 ];
 
 const FALLBACK_SEEDS: &[&str] = &[
@@ -58,14 +131,17 @@ fn seeds() -> Vec<String> {
     s
 }
 
+/// Size of the slice of a long seed that gets mutated.
+const WINDOW: usize = 200;
+
 fn mutate(rng: &mut Rng, seed: &str) -> String {
     let mut chars: Vec<char> = seed.chars().collect();
     // Work on a window of long seeds (capsules are up to tens of KB): keeps
     // the run fast while still reaching every part of every seed. Whole
     // seeds of moderate size are mutated too.
     if chars.len() > 1500 || (chars.len() > 400 && rng.below(4) != 0) {
-        let start = rng.below(chars.len() - 300);
-        chars = chars[start..start + 300].to_vec();
+        let start = rng.below(chars.len() - WINDOW);
+        chars = chars[start..start + WINDOW].to_vec();
     }
     for _ in 0..=rng.below(4) {
         let len = chars.len();
@@ -76,7 +152,10 @@ fn mutate(rng: &mut Rng, seed: &str) -> String {
                 chars.drain(at.min(len)..end.max(at.min(len)));
             }
             1 => {
-                let c = *rng.pick(&['(', ')', '{', '}', '[', ']', ',', ':', '?', '"', '!', '|', '.', '\\', '/', ' ', '\n', 'a', '1', 'é']);
+                let c = *rng.pick(&[
+                    '(', ')', '{', '}', '[', ']', ',', ':', '?', '"', '!', '|', '.', '\\', '/',
+                    ' ', '\n', 'a', '1', 'é',
+                ]);
                 chars.insert(at, c);
             }
             2 if len > 1 => {
@@ -85,31 +164,27 @@ fn mutate(rng: &mut Rng, seed: &str) -> String {
             }
             3 => {
                 let t = rng.pick(TOKENS);
-                for (i, c) in t.chars().enumerate() {
-                    chars.insert(at + i, c);
-                }
+                chars.splice(at..at, t.chars());
             }
             4 if len > 0 => {
                 // Duplicate a slice.
                 let end = (at + rng.below(40)).min(len);
                 let slice: Vec<char> = chars[at.min(len)..end.max(at.min(len))].to_vec();
-                for (i, c) in slice.into_iter().enumerate() {
-                    chars.insert(at + i, c);
-                }
+                chars.splice(at..at, slice);
             }
             5 => chars.truncate(at),
             6 => {
                 // Deep nesting of one bracket kind, or a long `!` run.
                 let c = *rng.pick(&['(', '[', '{', '!']);
                 let n = *rng.pick(&[63, 64, 65, 100, 1000, 10_000]);
-                for i in 0..n {
-                    chars.insert(at + i, c);
-                }
+                chars.splice(at..at, std::iter::repeat_n(c, n));
             }
             7 => {
                 // Replace a word by a random token.
                 let t: Vec<char> = rng.pick(TOKENS).chars().collect();
-                let end = (at..len).find(|&i| !chars[i].is_alphanumeric()).unwrap_or(len);
+                let end = (at..len)
+                    .find(|&i| !chars[i].is_alphanumeric())
+                    .unwrap_or(len);
                 chars.splice(at..end, t);
             }
             _ => {
@@ -149,13 +224,17 @@ fn run(stream: u64, cases: usize) {
         let outcome = catch_unwind(AssertUnwindSafe(|| match kip_lang::parse(&input) {
             Ok(ast) => {
                 let printed = kip_lang::print(&ast);
-                let again = kip_lang::parse(&printed).unwrap_or_else(|e| panic!("printed text fails: {e}\n{printed}"));
+                let again = kip_lang::parse(&printed)
+                    .unwrap_or_else(|e| panic!("printed text fails: {e}\n{printed}"));
                 assert_eq!(again, ast, "round trip changed the AST\n{printed}");
                 let _ = kip_lang::bind(ast, &empty);
                 true
             }
             Err(e) => {
-                assert!(e.code.as_str().starts_with("KIP_1"), "parse error with non-syntax code {e}");
+                assert!(
+                    e.code.as_str().starts_with("KIP_1"),
+                    "parse error with non-syntax code {e}"
+                );
                 assert!(!e.message.is_empty());
                 false
             }
@@ -170,7 +249,11 @@ fn run(stream: u64, cases: usize) {
 }
 
 fn cases_per_stream() -> usize {
-    std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000) / 2
+    std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+        / 2
 }
 
 #[test]
@@ -186,20 +269,47 @@ fn fuzz_stream_b() {
 #[test]
 fn deep_nesting_is_refused_cleanly() {
     for (open, close) in [("(", ")"), ("[", "]"), ("{", "}")] {
-        let deep = format!("FIND(?a) WHERE {{ FILTER({}?a{}) }}", open.repeat(10_000), close.repeat(10_000));
+        let deep = format!(
+            "FIND(?a) WHERE {{ FILTER({}?a{}) }}",
+            open.repeat(10_000),
+            close.repeat(10_000)
+        );
         let e = kip_lang::parse(&deep).unwrap_err();
         assert_eq!(e.code.as_str(), "KIP_1001", "{e}");
         let json = format!("UPSERT {{ CONCEPT ?c {{ {{type: \"T\", name: \"n\"}} SET ATTRIBUTES {{ a: {}1{} }} }} }}", open.repeat(10_000), close.repeat(10_000));
-        assert_eq!(kip_lang::parse(&json).unwrap_err().code.as_str(), "KIP_1001");
+        assert_eq!(
+            kip_lang::parse(&json).unwrap_err().code.as_str(),
+            "KIP_1001"
+        );
     }
-    let bangs = format!("FIND(?a) WHERE {{ FILTER({}?a.name) }}", "!".repeat(100_000));
-    assert_eq!(kip_lang::parse(&bangs).unwrap_err().code.as_str(), "KIP_1001");
+    let bangs = format!(
+        "FIND(?a) WHERE {{ FILTER({}?a.name) }}",
+        "!".repeat(100_000)
+    );
+    assert_eq!(
+        kip_lang::parse(&bangs).unwrap_err().code.as_str(),
+        "KIP_1001"
+    );
+    // `!` inside parentheses inside `!`: bounded as a whole, not per run.
+    let mixed = format!(
+        "FIND(?a) WHERE {{ FILTER({}?a.name{}) }}",
+        "!!!!!!!!!!!!!!!!!!!!(".repeat(60),
+        ")".repeat(60)
+    );
+    assert_eq!(
+        kip_lang::parse(&mixed).unwrap_err().code.as_str(),
+        "KIP_1001"
+    );
     // Long flat chains are fine (n-ary AND/OR, no recursion).
     let chain = vec!["?a.name == \"x\""; 20_000].join(" || ");
     let q = format!("FIND(?a) WHERE {{ ?a {{type: \"T\"}} FILTER({chain}) }}");
     let ast = kip_lang::parse(&q).unwrap();
     assert_eq!(kip_lang::parse(&kip_lang::print(&ast)).unwrap(), ast);
     // Nesting just under the cap still parses.
-    let ok = format!("FIND(?a) WHERE {{ FILTER({}?a.name{}) }}", "(".repeat(60), ")".repeat(60));
+    let ok = format!(
+        "FIND(?a) WHERE {{ FILTER({}?a.name{}) }}",
+        "(".repeat(60),
+        ")".repeat(60)
+    );
     assert!(kip_lang::parse(&ok).is_ok());
 }

@@ -4,7 +4,9 @@
 mod common;
 
 fn check(origin: &str, text: &str, failures: &mut Vec<String>) -> bool {
-    let Ok(ast) = kip_lang::parse(text) else { return false };
+    let Ok(ast) = kip_lang::parse(text) else {
+        return false;
+    };
     let printed = kip_lang::print(&ast);
     match kip_lang::parse(&printed) {
         Ok(again) if again == ast => {
@@ -14,7 +16,9 @@ fn check(origin: &str, text: &str, failures: &mut Vec<String>) -> bool {
             }
         }
         Ok(_) => failures.push(format!("{origin}: AST changed after print\n{printed}")),
-        Err(e) => failures.push(format!("{origin}: printed text does not parse: {e}\n{printed}")),
+        Err(e) => failures.push(format!(
+            "{origin}: printed text does not parse: {e}\n{printed}"
+        )),
     }
     true
 }
@@ -72,5 +76,10 @@ fn corpus_and_fixtures_round_trip() {
     }
     println!("round-tripped {n} scripts");
     assert!(n > 300);
-    assert!(failures.is_empty(), "{} round-trip failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} round-trip failures:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

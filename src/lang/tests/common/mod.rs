@@ -11,10 +11,13 @@
 //!   UPSERT, UPDATE, MERGE, DELETE, DESCRIBE, SEARCH, EXPORT).
 //! * Every other tag (`json`, `js`, `typescript`, `markdown`, `mermaid`,
 //!   `bash`, …) is not KIP: JSON responses and requests are excluded here by
-//!   their tag, never by hand.
+//!   their tag, never by hand. One exception by rule: inside `json`/`js`
+//!   blocks (request examples), a string literal whose text starts with a
+//!   command keyword is a KIP command (`"command": "FIND(…)"`) and is checked
+//!   like a block.
 //!
 //! ## How a KIP block is checked
-//! * **Templates**: a block that uses meta-syntax outside string literals
+//! * **Templates**: a command (after splitting, below) that uses meta-syntax outside string literals
 //!   and comments — `<placeholder>`, `...`/`…`, optional-part brackets like
 //!   `[LIMIT N]`, or a bare `LIMIT N` — documents syntax rather than being
 //!   KIP. It must be rejected with KIP_1001.
@@ -34,7 +37,9 @@ use std::path::{Path, PathBuf};
 
 pub const SHARED: &str = "/work/shared";
 
-pub const COMMAND_KEYWORDS: &[&str] = &["FIND", "UPSERT", "UPDATE", "MERGE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT"];
+pub const COMMAND_KEYWORDS: &[&str] = &[
+    "FIND", "UPSERT", "UPDATE", "MERGE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT",
+];
 const KML_KEYWORDS: &[&str] = &["UPSERT", "UPDATE", "MERGE", "DELETE"];
 
 /// Blocks known to be invalid KIP: (file name suffix, 1-based line of the
@@ -71,21 +76,33 @@ fn markdown_files() -> Vec<PathBuf> {
         PathBuf::from(SHARED).join("reference/SPECIFICATION-v1.0-RC10.md"),
         PathBuf::from(SHARED).join("reference/KIPSyntax-v1.0-RC10.md"),
     ];
-    files.extend(sorted_glob(&PathBuf::from(SHARED).join("reference/brain"), |n| n.starts_with("Brain") && n.ends_with(".md")));
-    files.extend(sorted_glob(&PathBuf::from(SHARED).join("seeds"), |n| n.ends_with(".txt")));
+    files.extend(sorted_glob(
+        &PathBuf::from(SHARED).join("reference/brain"),
+        |n| n.starts_with("Brain") && n.ends_with(".md"),
+    ));
+    files.extend(sorted_glob(&PathBuf::from(SHARED).join("seeds"), |n| {
+        n.ends_with(".txt")
+    }));
     files
 }
 
 fn sorted_glob(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&keep)).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&keep))
+                .collect()
+        })
         .unwrap_or_default();
     out.sort();
     out
 }
 
 fn kip_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     entries.sort();
     for p in entries {
@@ -101,16 +118,32 @@ fn kip_files(dir: &Path, out: &mut Vec<PathBuf>) {
 pub fn corpus() -> Vec<(String, Vec<Sample>)> {
     let mut groups = Vec::new();
     for f in markdown_files() {
-        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         groups.push((name.clone(), samples_from_markdown(&name, &text)));
     }
     let mut capsules = Vec::new();
-    kip_files(&PathBuf::from(SHARED).join("reference/capsules-rc10"), &mut capsules);
+    kip_files(
+        &PathBuf::from(SHARED).join("reference/capsules-rc10"),
+        &mut capsules,
+    );
     for f in capsules {
         let text = std::fs::read_to_string(&f).unwrap();
-        let name = f.strip_prefix(SHARED).unwrap_or(&f).to_string_lossy().to_string();
-        groups.push((name.clone(), vec![Sample { origin: name, text, expect: Expect::Parse }]));
+        let name = f
+            .strip_prefix(SHARED)
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .to_string();
+        groups.push((
+            name.clone(),
+            vec![Sample {
+                origin: name,
+                text,
+                expect: Expect::Parse,
+            }],
+        ));
     }
     groups
 }
@@ -129,14 +162,46 @@ pub fn samples_from_markdown(file: &str, text: &str) -> Vec<Sample> {
                 j += 1;
             }
             let body = lines[start..j.min(lines.len())].join("\n");
-            if is_kip_block(tag, &body) {
+            if tag == "json" || tag == "js" {
+                for (k, cmd) in command_strings(&body).into_iter().enumerate() {
+                    let expect = if is_template(&cmd) {
+                        Expect::Fail
+                    } else {
+                        Expect::Parse
+                    };
+                    out.push(Sample {
+                        origin: format!("{file}:{} string #{}", i + 1, k + 1),
+                        text: cmd,
+                        expect,
+                    });
+                }
+            } else if is_kip_block(tag, &body) {
                 let origin = format!("{file}:{}", i + 1);
-                let listed = KNOWN_INVALID.iter().any(|(f, l, _)| file.ends_with(f) && *l == i + 1);
-                if listed || is_template(&body) {
-                    out.push(Sample { origin, text: body, expect: Expect::Fail });
+                let listed = KNOWN_INVALID
+                    .iter()
+                    .any(|(f, l, _)| file.ends_with(f) && *l == i + 1);
+                if listed {
+                    out.push(Sample {
+                        origin,
+                        text: body,
+                        expect: Expect::Fail,
+                    });
                 } else {
                     for (k, chunk) in split_commands(&body).into_iter().enumerate() {
-                        out.push(Sample { origin: format!("{origin}#{}", k + 1), text: wrap_fragment(&chunk), expect: Expect::Parse });
+                        let origin = format!("{origin}#{}", k + 1);
+                        if is_template(&chunk) {
+                            out.push(Sample {
+                                origin,
+                                text: chunk,
+                                expect: Expect::Fail,
+                            });
+                        } else {
+                            out.push(Sample {
+                                origin,
+                                text: wrap_fragment(&chunk),
+                                expect: Expect::Parse,
+                            });
+                        }
                     }
                 }
             }
@@ -148,13 +213,42 @@ pub fn samples_from_markdown(file: &str, text: &str) -> Vec<Sample> {
     out
 }
 
+/// String literals of a JSON/JS block that hold a KIP command.
+fn command_strings(body: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'"' {
+            let start = i;
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            let literal = &body[start..(i + 1).min(body.len())];
+            if let Ok(text) = serde_json::from_str::<String>(literal) {
+                if first_meaningful_line(&text)
+                    .is_some_and(|l| starts_with_keyword(l, COMMAND_KEYWORDS))
+                {
+                    out.push(text);
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 fn first_meaningful_line(body: &str) -> Option<&str> {
-    body.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("//"))
+    body.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("//"))
 }
 
 fn starts_with_keyword(line: &str, kws: &[&str]) -> bool {
     kws.iter().any(|k| {
-        line.starts_with(k) && !line[k.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        line.starts_with(k)
+            && !line[k.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
     })
 }
 
@@ -203,11 +297,16 @@ pub fn is_template(body: &str) -> bool {
     // `<ident…>` meta-variables.
     for (i, &c) in bytes.iter().enumerate() {
         if c == '<' {
-            let rest: String = bytes[i + 1..].iter().take_while(|&&d| d != '>' && d != '\n').collect();
+            let rest: String = bytes[i + 1..]
+                .iter()
+                .take_while(|&&d| d != '>' && d != '\n')
+                .collect();
             if i + 1 + rest.len() < bytes.len()
                 && !rest.is_empty()
                 && rest.starts_with(|d: char| d.is_ascii_alphabetic())
-                && rest.chars().all(|d| d.is_ascii_alphanumeric() || d == '_' || d == ' ' || d == '-')
+                && rest
+                    .chars()
+                    .all(|d| d.is_ascii_alphanumeric() || d == '_' || d == ' ' || d == '-')
             {
                 return true;
             }
@@ -215,8 +314,14 @@ pub fn is_template(body: &str) -> bool {
     }
     code.contains("...")
         || code.contains('…')
-        || ["[LIMIT", "[CURSOR", "[WITH", "[MODE", "[THRESHOLD", "[ASC"].iter().any(|m| code.contains(m))
-        || code.split_whitespace().collect::<Vec<_>>().windows(2).any(|w| w[0] == "LIMIT" && w[1] == "N")
+        || ["[LIMIT", "[CURSOR", "[WITH", "[MODE", "[THRESHOLD", "[ASC"]
+            .iter()
+            .any(|m| code.contains(m))
+        || code
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w[0] == "LIMIT" && w[1] == "N")
 }
 
 /// Split at column-0 command keywords; consecutive KML statements stay in
@@ -225,7 +330,8 @@ pub fn split_commands(body: &str) -> Vec<String> {
     let mut chunks: Vec<(bool, String)> = Vec::new(); // (is_kml, text)
     let mut current: Option<(bool, String)> = None;
     for line in body.lines() {
-        let starts = !line.starts_with(char::is_whitespace) && starts_with_keyword(line, COMMAND_KEYWORDS);
+        let starts =
+            !line.starts_with(char::is_whitespace) && starts_with_keyword(line, COMMAND_KEYWORDS);
         if starts {
             let kml = starts_with_keyword(line, KML_KEYWORDS);
             match &mut current {
@@ -275,7 +381,9 @@ pub fn split_commands(body: &str) -> Vec<String> {
 pub fn wrap_fragment(chunk: &str) -> String {
     match first_meaningful_line(chunk) {
         Some(l) if starts_with_keyword(l, COMMAND_KEYWORDS) => chunk.to_string(),
-        Some(l) if starts_with_keyword(l, &["CONCEPT", "PROPOSITION"]) => format!("UPSERT {{\n{chunk}\n}}"),
+        Some(l) if starts_with_keyword(l, &["CONCEPT", "PROPOSITION"]) => {
+            format!("UPSERT {{\n{chunk}\n}}")
+        }
         _ => format!("FIND(?fragment) WHERE {{\n{chunk}\n}}"),
     }
 }
@@ -292,16 +400,26 @@ pub struct FixtureCommand {
 
 pub fn fixture_commands() -> Vec<FixtureCommand> {
     let mut out = Vec::new();
-    for f in sorted_glob(&PathBuf::from(SHARED).join("kip-conformance"), |n| n.ends_with(".json")) {
+    for f in sorted_glob(&PathBuf::from(SHARED).join("kip-conformance"), |n| {
+        n.ends_with(".json")
+    }) {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
-        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
         for (i, s) in doc["setup"].as_array().into_iter().flatten().enumerate() {
             if let Some(t) = s.as_str() {
-                out.push(FixtureCommand { origin: format!("{name} setup[{i}]"), text: t.to_string(), error_code: None, error_message: None });
+                out.push(FixtureCommand {
+                    origin: format!("{name} setup[{i}]"),
+                    text: t.to_string(),
+                    error_code: None,
+                    error_message: None,
+                });
             }
         }
         for c in doc["cases"].as_array().into_iter().flatten() {
-            let Some(t) = c["command"].as_str() else { continue };
+            let Some(t) = c["command"].as_str() else {
+                continue;
+            };
             let err = &c["expect"]["error"];
             out.push(FixtureCommand {
                 origin: format!("{name} case '{}'", c["name"].as_str().unwrap_or("?")),
