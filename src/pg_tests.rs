@@ -56,3 +56,16 @@ fn entry_points_return_envelopes() {
         .0;
     assert!(out["error"]["message"].as_str().unwrap().contains("kip_execute_readonly"));
 }
+
+#[pg_test]
+fn kip_format_and_kip_parse_are_exposed() {
+    let formatted = Spi::get_one::<String>("SELECT kip_format('FIND(?d.name)   WHERE { ?d {type:\"Drug\"} }  LIMIT 5')")
+        .unwrap()
+        .unwrap();
+    let again = Spi::get_one_with_args::<String>("SELECT kip_format($1)", &[formatted.clone().into()]).unwrap().unwrap();
+    assert_eq!(formatted, again, "canonical text is a fixed point");
+    let ast = Spi::get_one::<pgrx::JsonB>("SELECT kip_parse('DESCRIBE PRIMER')").unwrap().unwrap().0;
+    assert!(ast["commands"].is_array(), "{ast}");
+    let err = Spi::get_one::<pgrx::JsonB>("SELECT kip_parse('FIND(')").unwrap().unwrap().0;
+    assert_eq!(err["error"]["code"], json!("KIP_1001"));
+}
