@@ -5,7 +5,7 @@
 //! | `kip.space`         | `default` | the memory space every KIP command sees and touches       |
 //! | `kip.default_limit` | `100`     | rows returned by FIND / DESCRIBE / EXPORT without LIMIT   |
 //! | `kip.max_limit`     | `10000`   | the largest LIMIT accepted (larger ones are capped)       |
-//! | `kip.max_hops`      | `16`      | depth bound of open hop quantifiers such as `{1,}`        |
+//! | `kip.max_hops`      | `10`      | depth bound of open hop quantifiers such as `{1,}`        |
 
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
@@ -13,7 +13,7 @@ use std::ffi::CString;
 pub static SPACE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"default"));
 pub static DEFAULT_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static MAX_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
-pub static MAX_HOPS: GucSetting<i32> = GucSetting::<i32>::new(16);
+pub static MAX_HOPS: GucSetting<i32> = GucSetting::<i32>::new(10);
 
 pub fn register() {
     GucRegistry::define_string_guc(

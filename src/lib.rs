@@ -14,7 +14,10 @@ mod bootstrap;
 mod compile;
 mod engine;
 mod exec;
+mod explain;
 mod guc;
+mod schema;
+mod search;
 mod space;
 mod sql_api;
 

@@ -61,6 +61,16 @@ pub fn exists(space: &Space) -> Result<bool, KipError> {
 /// Create the space if needed and make sure it is bootstrapped. Concurrent
 /// first uses are serialized on the space's row, so the bootstrap runs once.
 pub fn ensure(space: &Space) -> Result<(), KipError> {
+    // Fast path, taken by every call after the first: no insert attempt and
+    // no row lock, so concurrent writers of one space never queue here.
+    let ready = spi::query_scalar(
+        "SELECT bootstrapped_at IS NOT NULL FROM kip.spaces WHERE name = $1",
+        &[space.param()],
+        Access::ReadWrite,
+    )?;
+    if ready == serde_json::Value::Bool(true) {
+        return Ok(());
+    }
     spi::execute(
         "INSERT INTO kip.spaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
         &[space.param()],

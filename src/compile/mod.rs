@@ -2,6 +2,16 @@
 //! command's shape, plus a list of bind parameters for every value.
 
 pub mod element;
+pub mod kml_args;
+pub mod kml_ids;
+pub mod kml_store;
+pub mod kml_match;
+pub mod kml_update;
 pub mod params;
 
 pub use params::Params;
+pub mod filter;
+pub mod find;
+pub mod hops;
+pub mod pattern;
+pub mod projection;

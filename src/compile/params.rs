@@ -38,7 +38,3 @@ impl Params {
         &self.values
     }
 
-    pub fn into_values(self) -> Vec<SqlParam> {
-        self.values
-    }
-}

@@ -1,9 +1,138 @@
-//! Execution of DESCRIBE commands.
+//! Execution of DESCRIBE (RC10 §5.1, result shapes §6.2.2):
+//!
+//! * `PRIMER` → `{"identity": <$self summary>, "domain_map": [<domain summary
+//!   with key_concepts>], "total_domains": n}`;
+//! * `DOMAINS` → `[<domain summary>]`, a summary being
+//!   `{"name", "description"?, "member_count"}`;
+//! * `CONCEPT TYPES` / `PROPOSITION TYPES` → type names (byte order), with
+//!   LIMIT and `next_cursor` pagination;
+//! * `CONCEPT TYPE "X"` / `PROPOSITION TYPE "x"` → the definition node
+//!   `{"id", "type", "name", "attributes"?}`; an unknown name is `KIP_3002`
+//!   (the conformance fixtures' code; the lookup is case-sensitive).
 
 use super::Ctx;
+use super::find::{literal, page_size};
 use crate::api::envelope::Outcome;
-use kip_lang::KipError;
+use crate::exec::{cursor, spi, Access, SqlParam};
+use kip_lang::ast::{Command, Describe};
+use kip_lang::{ErrorCode, KipError};
+use serde_json::{json, Value};
 
-pub fn execute(command: &kip_lang::ast::Command, _ctx: &Ctx) -> Result<Outcome, KipError> {
-    Err(super::not_supported(command))
+const CONCEPT_TYPE: &str = "$ConceptType";
+const PROPOSITION_TYPE: &str = "$PropositionType";
+/// Domains listed in the primer's map, and key concepts per domain.
+const PRIMER_DOMAINS: i64 = 200;
+const KEY_CONCEPTS: i64 = 10;
+
+pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
+    let Command::Describe(d) = command else {
+        return Err(KipError::new(ErrorCode::InternalError, "DESCRIBE executor called with another command"));
+    };
+    match d {
+        Describe::Primer => primer(ctx),
+        Describe::Domains => Ok(Outcome::new(domains(ctx, None)?)),
+        Describe::ConceptTypes { limit, cursor } => type_names(ctx, CONCEPT_TYPE, literal(limit)?, literal(cursor)?),
+        Describe::PropositionTypes { limit, cursor } => {
+            type_names(ctx, PROPOSITION_TYPE, literal(limit)?, literal(cursor)?)
+        }
+        Describe::ConceptType(name) => definition(ctx, CONCEPT_TYPE, "concept type", &lit(name)?),
+        Describe::PropositionType(name) => definition(ctx, PROPOSITION_TYPE, "proposition type", &lit(name)?),
+    }
+}
+
+fn lit(arg: &kip_lang::ast::StrArg) -> Result<String, KipError> {
+    Ok(literal(&Some(arg.clone()))?.unwrap_or_default())
+}
+
+/// The definition node of a type, without metadata.
+fn definition(ctx: &Ctx, meta_type: &str, what: &str, name: &str) -> Result<Outcome, KipError> {
+    let node = spi::query_scalar(
+        "SELECT jsonb_build_object('id', 'C:' || c.id, 'type', c.type, 'name', c.name) \
+             || CASE WHEN c.attributes = '{}'::jsonb THEN '{}'::jsonb ELSE jsonb_build_object('attributes', c.attributes) END \
+         FROM kip.concepts c WHERE c.space = $1 AND c.type = $2 AND c.name = $3",
+        &[ctx.space.param(), SqlParam::Text(meta_type.into()), SqlParam::Text(name.into())],
+        Access::ReadOnly,
+    )?;
+    if node.is_null() {
+        let listing = if meta_type == CONCEPT_TYPE { "CONCEPT TYPES" } else { "PROPOSITION TYPES" };
+        return Err(KipError::new(ErrorCode::NotFound, format!("{what} {name:?} is not defined"))
+            .with_hint(format!("Type names are case-sensitive; run DESCRIBE {listing} to list the defined ones.")));
+    }
+    Ok(Outcome::new(node))
+}
+
+/// Names of all `$ConceptType` / `$PropositionType` nodes, paginated.
+fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<String>) -> Result<Outcome, KipError> {
+    let limit = page_size(limit);
+    let shape = format!("{}\u{0}DESCRIBE {meta_type}", ctx.space.name());
+    let offset = match token {
+        Some(t) => cursor::decode(&shape, &t)?,
+        None => 0,
+    };
+    let rows = spi::query(
+        "SELECT coalesce(jsonb_agg(t.name ORDER BY t.name COLLATE \"C\"), '[]'::jsonb), count(*) FROM \
+         (SELECT c.name FROM kip.concepts c WHERE c.space = $1 AND c.type = $2 \
+          ORDER BY c.name COLLATE \"C\" LIMIT $3 OFFSET $4) t",
+        &[
+            ctx.space.param(),
+            SqlParam::Text(meta_type.into()),
+            SqlParam::Int(limit as i64 + 1),
+            SqlParam::Int(offset as i64),
+        ],
+        Access::ReadOnly,
+    )?;
+    let row = rows.into_iter().next().unwrap_or_default();
+    let mut names = row.first().cloned().unwrap_or(json!([]));
+    let more = row.get(1).and_then(Value::as_u64).is_some_and(|n| n > limit);
+    if more {
+        if let Value::Array(a) = &mut names {
+            a.truncate(limit as usize);
+        }
+    }
+    Ok(Outcome { result: names, next_cursor: more.then(|| cursor::encode(&shape, offset + limit)) })
+}
+
+/// Domain summaries in name order; with `key_concepts`, each also lists its
+/// most connected members (for the primer's map).
+fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
+    let keys = match key_concepts {
+        Some(_) => ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM \
+                     (SELECT mc.name, (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND (q.subject = mc.id OR q.object = mc.id)) AS degree \
+                      FROM kip.propositions m JOIN kip.concepts mc ON mc.id = m.subject \
+                      WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id \
+                      ORDER BY degree DESC, mc.name COLLATE \"C\" LIMIT $3) k)",
+        None => "",
+    };
+    let sql = format!(
+        "SELECT coalesce(jsonb_agg(x.summary ORDER BY x.name COLLATE \"C\"), '[]'::jsonb) FROM \
+         (SELECT d.name, jsonb_strip_nulls(jsonb_build_object('name', d.name, 'description', d.attributes -> 'description', \
+            'member_count', (SELECT count(*) FROM kip.propositions m WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id){keys})) AS summary \
+          FROM kip.concepts d WHERE d.space = $1 AND d.type = 'Domain' ORDER BY d.name COLLATE \"C\" LIMIT $2) x"
+    );
+    spi::query_scalar(
+        &sql,
+        &[ctx.space.param(), SqlParam::Int(PRIMER_DOMAINS.max(1) * 50), SqlParam::Int(key_concepts.unwrap_or(0))],
+        Access::ReadOnly,
+    )
+    .map(|v| if v.is_null() { json!([]) } else { v })
+}
+
+fn primer(ctx: &Ctx) -> Result<Outcome, KipError> {
+    let identity = spi::query_scalar(
+        "SELECT jsonb_build_object('id', 'C:' || c.id, 'type', c.type, 'name', c.name) \
+             || CASE WHEN c.attributes = '{}'::jsonb THEN '{}'::jsonb ELSE jsonb_build_object('attributes', c.attributes) END \
+         FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Person' AND c.name = '$self'",
+        &[ctx.space.param()],
+        Access::ReadOnly,
+    )?;
+    let total = spi::query_scalar(
+        "SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'Domain'",
+        &[ctx.space.param()],
+        Access::ReadOnly,
+    )?;
+    let mut map = domains(ctx, Some(KEY_CONCEPTS))?;
+    if let Value::Array(a) = &mut map {
+        a.truncate(PRIMER_DOMAINS as usize);
+    }
+    Ok(Outcome::new(json!({ "identity": identity, "domain_map": map, "total_domains": total })))
 }

@@ -1,9 +1,59 @@
-//! Execution of UPDATE commands.
+//! Execution of UPDATE commands (RC10 §4.3): pattern-matched bulk mutation
+//! that never creates. The targets come from the shared pattern compiler;
+//! each table is then rewritten by one UPDATE statement whose patch
+//! expressions read the row's own state (see `compile::kml_update`).
 
 use super::Ctx;
 use crate::api::envelope::Outcome;
-use kip_lang::KipError;
+use crate::compile::element::ElementKind;
+use crate::compile::kml_args::lit_u64;
+use crate::compile::kml_match;
+use crate::compile::kml_update::patch;
+use crate::compile::Params;
+use crate::exec::{spi, Access, SqlParam};
+use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
+use crate::schema::reserved;
+use kip_lang::ast::{Command, Update};
+use kip_lang::{ErrorCode, KipError};
+use serde_json::json;
 
-pub fn execute(command: &kip_lang::ast::Command, _ctx: &Ctx) -> Result<Outcome, KipError> {
-    Err(super::not_supported(command))
+pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
+    let Command::Update(update) = command else {
+        return Err(KipError::new(ErrorCode::InternalError, "UPDATE executor called with another command"));
+    };
+    reserved::check_update_fields(update.set_metadata.as_deref())?;
+    let limit = update.limit.as_ref().map(lit_u64).transpose()?;
+    let targets = kml_match::targets(&update.where_clauses, ctx, &update.target, limit)?;
+    let sets_directives = update.set_attributes.iter().flatten().any(|f| f.key == CORE_DIRECTIVES);
+    for t in &targets {
+        let Some((type_name, name)) = &t.identity else { continue };
+        match protection::classify(type_name, name) {
+            Protection::Structure => return Err(protection::refused("UPDATE", type_name, name)),
+            Protection::SystemActor if sets_directives => return Err(protection::directives_refused(name)),
+            _ => {}
+        }
+    }
+    let (concepts, links) = kml_match::split(&targets);
+    let updated = rewrite(ctx, update, "kip.concepts", ElementKind::Concept, concepts)?
+        + rewrite(ctx, update, "kip.propositions", ElementKind::Proposition, links)?;
+    Ok(Outcome::new(json!({ "updated": updated, "matched": targets.len() })))
+}
+
+/// Apply the patches to the rows `ids` of `table`; returns how many rows got
+/// at least one key (rows whose every expression was skipped are untouched).
+fn rewrite(ctx: &Ctx, update: &Update, table: &str, kind: ElementKind, ids: Vec<i64>) -> Result<u64, KipError> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let mut params = Params::new();
+    let space = params.text(ctx.space.name());
+    let id_list = params.push(SqlParam::IntArray(ids));
+    let attrs = patch(update.set_attributes.as_deref(), "x", kind, &mut params)?;
+    let meta = patch(update.set_metadata.as_deref(), "x", kind, &mut params)?;
+    // `table` is one of two constants chosen above, never user text.
+    let sql = format!(
+        "UPDATE {table} x SET attributes = x.attributes || {attrs}, metadata = x.metadata || {meta} \
+         WHERE x.space = {space} AND x.id = ANY({id_list}) AND ({attrs} <> '{{}}'::jsonb OR {meta} <> '{{}}'::jsonb)"
+    );
+    spi::execute(&sql, params.values(), Access::ReadWrite)
 }

@@ -4,5 +4,6 @@
 pub mod pg_error;
 pub mod spi;
 pub mod subxact;
+pub mod cursor;
 
 pub use spi::{Access, SqlParam};

@@ -97,13 +97,22 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access) -> Result<(),
         .map(|d| if d.datum().is_some() { b' ' as std::os::raw::c_char } else { b'n' as std::os::raw::c_char })
         .collect();
     let plan = saved_plan(sql, &mut argtypes)?;
-    let status = pg_sys::SPI_execute_plan(
-        plan,
-        values.as_mut_ptr(),
-        nulls.as_ptr(),
-        access == Access::ReadOnly,
-        0,
-    );
+    let read_only = access == Access::ReadOnly;
+    if read_only {
+        // A read-only SPI call runs on the caller's active snapshot, which
+        // predates whatever this transaction wrote since the outer statement
+        // began (an UPSERT earlier in the same batch, the bootstrap of a new
+        // space). Give it a fresh snapshot that sees those writes, as SPI
+        // does for read-write calls. (On error the subtransaction abort pops
+        // the snapshot.)
+        pg_sys::CommandCounterIncrement();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+        pg_sys::UpdateActiveSnapshotCommandId();
+    }
+    let status = pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0);
+    if read_only {
+        pg_sys::PopActiveSnapshot();
+    }
     if status < 0 {
         return Err(KipError::new(
             ErrorCode::InternalError,

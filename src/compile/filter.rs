@@ -1,0 +1,481 @@
+//! FILTER expressions → SQL booleans with KIP's JSON-typed semantics, and
+//! dot-path access to element fields (shared with FIND projection).
+//!
+//! Semantics (RC10 §3.4.3, §2.7):
+//! * numbers compare as numbers, strings as strings in byte order
+//!   (`COLLATE "C"`, so ISO-8601 timestamps order correctly), booleans as
+//!   booleans; values of different JSON types are never equal nor ordered —
+//!   the comparison is false (for `!=` too), never an error and never
+//!   Postgres's cross-type jsonb ordering;
+//! * a dot path into a missing key is null; any comparison with null is
+//!   false except `== null` / `!= null`, which test for null;
+//! * whole `attributes` / `metadata` objects are not comparable (`KIP_1001`);
+//! * every compiled condition is a definite boolean (never SQL NULL), so `!`
+//!   negates exactly.
+//!
+//! Common forms stay sargable: `?c.name == "x"` becomes `c.name = $n` on the
+//! indexed column, `IN(?c.type, [...])` becomes `c.type = ANY($n)`.
+
+use crate::compile::element::{endpoint_ref, iso_time, metadata_json, parse_ref};
+use crate::compile::pattern::{Cx, Row, Var, VarKind};
+use crate::exec::{spi, Access, SqlParam};
+use kip_lang::ast::{CompareOp, DotPath, Expr, FilterFunc, Json, PathField, ValueOrParam};
+use kip_lang::{ErrorCode, KipError};
+
+/// How an expression finds variables and their rows.
+pub(crate) trait VarAccess {
+    fn var(&self, name: &str) -> Option<Var>;
+    /// A readable row of an element variable (joined on demand).
+    fn row(&mut self, cx: &mut Cx, name: &str) -> Option<Row>;
+}
+
+/// A FILTER / projection operand.
+#[derive(Debug, Clone)]
+pub(crate) enum Operand {
+    /// A literal JSON value (folded at compile time when possible).
+    Lit(Json),
+    /// An SQL text expression (names, types, predicates).
+    Text(String),
+    /// An SQL jsonb expression (attribute/metadata values, ids).
+    Json(String),
+    /// The bigint id of a bound element (a bare `?var`).
+    Id(String, VarKind),
+    /// A whole attributes/metadata object: projectable, not comparable.
+    Object(String),
+}
+
+pub(crate) fn unbound(name: &str) -> KipError {
+    KipError::new(ErrorCode::ReferenceError, format!("Unbound variable ?{name}"))
+        .with_hint(format!("Bind ?{name} in the WHERE block (e.g. ?{name} {{type: \"…\"}}) before using it."))
+}
+
+fn not_comparable(what: &str) -> KipError {
+    KipError::new(ErrorCode::InvalidSyntax, format!("{what} is a whole object and is not comparable"))
+        .with_hint("Compare a field instead, e.g. ?x.attributes.<key> or ?x.metadata.<key>.")
+}
+
+fn path_text(p: &DotPath) -> String {
+    match &p.field {
+        PathField::Whole => format!("?{}", p.var),
+        PathField::Id => format!("?{}.id", p.var),
+        PathField::Type => format!("?{}.type", p.var),
+        PathField::Name => format!("?{}.name", p.var),
+        PathField::Subject => format!("?{}.subject", p.var),
+        PathField::Predicate => format!("?{}.predicate", p.var),
+        PathField::Object => format!("?{}.object", p.var),
+        PathField::Attributes(None) => format!("?{}.attributes", p.var),
+        PathField::Attributes(Some(k)) => format!("?{}.attributes.{k}", p.var),
+        PathField::Metadata(None) => format!("?{}.metadata", p.var),
+        PathField::Metadata(Some(k)) => format!("?{}.metadata.{k}", p.var),
+    }
+}
+
+/// A column readable on any element row.
+pub(crate) fn col_any(row: &Row, col: &str) -> String {
+    match row {
+        Row::Concept(a) | Row::Proposition(a) => format!("{a}.{col}"),
+        Row::Either { concept, proposition } => format!("coalesce({concept}.{col}, {proposition}.{col})"),
+    }
+}
+
+fn col_concept(row: &Row, col: &str) -> String {
+    match row {
+        Row::Concept(a) | Row::Either { concept: a, .. } => format!("{a}.{col}"),
+        Row::Proposition(_) => "NULL::text".to_string(),
+    }
+}
+
+fn prop_alias(row: &Row) -> Option<&str> {
+    match row {
+        Row::Proposition(a) | Row::Either { proposition: a, .. } => Some(a),
+        Row::Concept(_) => None,
+    }
+}
+
+/// External id (`C:<n>` / `P:<n>:<pred>`) of the element in `row`, as text.
+pub(crate) fn ref_text(row: &Row) -> String {
+    match row {
+        Row::Concept(c) => format!("('C:' || {c}.id)"),
+        Row::Proposition(p) => format!("('P:' || {p}.id || ':' || {p}.predicate)"),
+        Row::Either { concept, proposition } => format!(
+            "coalesce('C:' || {concept}.id, 'P:' || {proposition}.id || ':' || {proposition}.predicate)"
+        ),
+    }
+}
+
+/// The operand a dot path denotes.
+pub(crate) fn path_operand(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath) -> Result<Operand, KipError> {
+    let var = access.var(&path.var).ok_or_else(|| unbound(&path.var))?;
+    if var.kind == VarKind::Predicate {
+        return match path.field {
+            PathField::Whole => Ok(Operand::Text(var.expr)),
+            _ => Err(KipError::new(
+                ErrorCode::InvalidSyntax,
+                format!("{} is not valid: ?{} binds a predicate name (a string), which has no fields", path_text(path), path.var),
+            )
+            .with_hint(format!("Use ?{} itself.", path.var))),
+        };
+    }
+    if path.field == PathField::Whole {
+        return Ok(Operand::Id(var.expr, var.kind));
+    }
+    let row = access.row(cx, &path.var).expect("element variables have rows");
+    Ok(match &path.field {
+        PathField::Whole => unreachable!(),
+        PathField::Id => Operand::Text(ref_text(&row)),
+        PathField::Type => Operand::Text(col_concept(&row, "type")),
+        PathField::Name => Operand::Text(col_concept(&row, "name")),
+        PathField::Predicate => match prop_alias(&row) {
+            Some(p) => Operand::Text(format!("{p}.predicate")),
+            None => Operand::Text("NULL::text".into()),
+        },
+        PathField::Subject | PathField::Object => {
+            let side = if path.field == PathField::Subject { "subject" } else { "object" };
+            match prop_alias(&row) {
+                Some(p) => Operand::Text(format!("({})", endpoint_ref(p, side))),
+                None => Operand::Text("NULL::text".into()),
+            }
+        }
+        PathField::Attributes(None) => Operand::Object(col_any(&row, "attributes")),
+        PathField::Attributes(Some(k)) => {
+            Operand::Json(format!("({} -> {})", col_any(&row, "attributes"), cx.params.text(k.clone())))
+        }
+        PathField::Metadata(None) => Operand::Object(match &row {
+            Row::Concept(a) | Row::Proposition(a) => metadata_json(a),
+            Row::Either { concept, proposition } => format!(
+                "CASE WHEN {concept}.id IS NOT NULL THEN {} ELSE {} END",
+                metadata_json(concept),
+                metadata_json(proposition)
+            ),
+        }),
+        PathField::Metadata(Some(k)) => match k.as_str() {
+            "_version" => Operand::Json(format!("to_jsonb({})", col_any(&row, "version"))),
+            "_created_at" | "_updated_at" => {
+                let col = col_any(&row, &k[1..]);
+                Operand::Json(format!("CASE WHEN {col} IS NOT NULL THEN to_jsonb({}) END", iso_time(&col)))
+            }
+            _ => Operand::Json(format!("({} -> {})", col_any(&row, "metadata"), cx.params.text(k.clone()))),
+        },
+    })
+}
+
+fn operand(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) -> Result<Operand, KipError> {
+    match e {
+        Expr::Value(v) => Ok(Operand::Lit(bound_value(v)?)),
+        Expr::Path(p) => path_operand(access, cx, p),
+        _ => Err(KipError::new(ErrorCode::InvalidSyntax, "a comparison operand must be a value or a dot path")
+            .with_hint("Compare paths with values, e.g. ?x.attributes.level > 3; combine conditions with && and ||.")),
+    }
+}
+
+fn bound_value(v: &ValueOrParam) -> Result<Json, KipError> {
+    match v {
+        ValueOrParam::Value(j) => Ok(j.clone()),
+        ValueOrParam::Param(name) => Err(KipError::new(ErrorCode::InvalidSyntax, format!("parameter :{name} has no value"))
+            .with_hint(format!("Pass \"{name}\" in the request's parameters."))),
+        _ => Err(KipError::new(ErrorCode::InvalidSyntax, "a value in FILTER still contains unbound parameters")
+            .with_hint("Pass every :name placeholder in the request's parameters.")),
+    }
+}
+
+/// `operand` as an SQL jsonb expression.
+fn as_json(cx: &mut Cx, o: &Operand) -> String {
+    match o {
+        Operand::Lit(v) => cx.params.json(v.clone()),
+        Operand::Text(t) => format!("to_jsonb({t})"),
+        Operand::Json(j) | Operand::Object(j) => j.clone(),
+        Operand::Id(e, VarKind::Concept) => format!("to_jsonb('C:' || {e})"),
+        Operand::Id(e, _) => format!("to_jsonb(kip.element_ref({}, {e}))", cx.space_sql),
+    }
+}
+
+fn sql_op(op: CompareOp) -> &'static str {
+    match op {
+        CompareOp::Eq => "=",
+        CompareOp::Ne => "<>",
+        CompareOp::Lt => "<",
+        CompareOp::Gt => ">",
+        CompareOp::Le => "<=",
+        CompareOp::Ge => ">=",
+    }
+}
+
+fn flip(op: CompareOp) -> CompareOp {
+    match op {
+        CompareOp::Lt => CompareOp::Gt,
+        CompareOp::Gt => CompareOp::Lt,
+        CompareOp::Le => CompareOp::Ge,
+        CompareOp::Ge => CompareOp::Le,
+        o => o,
+    }
+}
+
+fn ordering(op: CompareOp, ord: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match op {
+        CompareOp::Eq => ord == Equal,
+        CompareOp::Ne => ord != Equal,
+        CompareOp::Lt => ord == Less,
+        CompareOp::Gt => ord == Greater,
+        CompareOp::Le => ord != Greater,
+        CompareOp::Ge => ord != Less,
+    }
+}
+
+/// Compile-time evaluation of a comparison of two literals.
+pub(crate) fn compare_values(op: CompareOp, a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Null, Json::Null) => op == CompareOp::Eq,
+        (Json::Null, _) | (_, Json::Null) => op == CompareOp::Ne,
+        (Json::Number(x), Json::Number(y)) => match x.as_f64().zip(y.as_f64()).and_then(|(x, y)| x.partial_cmp(&y)) {
+            Some(o) => ordering(op, o),
+            None => false,
+        },
+        (Json::String(x), Json::String(y)) => ordering(op, x.as_bytes().cmp(y.as_bytes())),
+        (Json::Bool(x), Json::Bool(y)) => ordering(op, x.cmp(y)),
+        (Json::Array(_), Json::Array(_)) | (Json::Object(_), Json::Object(_)) => match op {
+            CompareOp::Eq => a == b,
+            CompareOp::Ne => a != b,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+fn bool_sql(b: bool) -> String {
+    if b { "true".into() } else { "false".into() }
+}
+
+/// `a <op> b` with type guards.
+fn compare(cx: &mut Cx, op: CompareOp, a: Operand, b: Operand) -> Result<String, KipError> {
+    if let Operand::Object(_) = a {
+        return Err(not_comparable("an attributes/metadata path"));
+    }
+    if let Operand::Object(_) = b {
+        return Err(not_comparable("an attributes/metadata path"));
+    }
+    // Literal on the right.
+    let (op, a, b) = match (&a, &b) {
+        (Operand::Lit(_), r) if !matches!(r, Operand::Lit(_)) => (flip(op), b, a),
+        _ => (op, a, b),
+    };
+    let o = sql_op(op);
+    Ok(match (a, b) {
+        (Operand::Lit(x), Operand::Lit(y)) => bool_sql(compare_values(op, &x, &y)),
+        (a, Operand::Lit(Json::Null)) => match op {
+            CompareOp::Eq => is_null(cx, &a),
+            CompareOp::Ne => format!("NOT {}", is_null(cx, &a)),
+            _ => "false".into(),
+        },
+        (Operand::Text(t), Operand::Lit(Json::String(s))) => {
+            let p = cx.params.text(s);
+            match op {
+                CompareOp::Eq | CompareOp::Ne => format!("coalesce({t} {o} {p}, false)"),
+                _ => format!("coalesce({t} COLLATE \"C\" {o} {p} COLLATE \"C\", false)"),
+            }
+        }
+        (Operand::Text(_), Operand::Lit(_)) => "false".into(),
+        (Operand::Text(x), Operand::Text(y)) => format!("coalesce({x} COLLATE \"C\" {o} {y} COLLATE \"C\", false)"),
+        (Operand::Id(e, _), Operand::Lit(Json::String(s))) => match (parse_ref(&s), op) {
+            (Some((_, n)), CompareOp::Eq | CompareOp::Ne) => format!("coalesce({e} {o} {}, false)", cx.params.int(n)),
+            _ => "false".into(),
+        },
+        (Operand::Id(_, _), Operand::Lit(_)) => "false".into(),
+        (Operand::Id(x, _), Operand::Id(y, _)) => format!("coalesce({x} {o} {y}, false)"),
+        (Operand::Json(j), Operand::Lit(v)) => json_vs_literal(cx, op, &j, &v)?,
+        (a, b) => {
+            let (x, y) = (as_json(cx, &a), as_json(cx, &b));
+            json_vs_json(op, &x, &y)
+        }
+    })
+}
+
+fn json_vs_literal(cx: &mut Cx, op: CompareOp, j: &str, v: &Json) -> Result<String, KipError> {
+    let o = sql_op(op);
+    Ok(match v {
+        Json::Number(n) => {
+            let p = cx.params.text(n.to_string());
+            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'number' THEN ({j})::numeric {o} ({p})::numeric ELSE false END, false)")
+        }
+        Json::String(s) => {
+            let p = cx.params.text(s.clone());
+            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'string' THEN ({j} #>> '{{}}') COLLATE \"C\" {o} {p} COLLATE \"C\" ELSE false END, false)")
+        }
+        Json::Bool(b) => {
+            let p = cx.params.push(SqlParam::Bool(*b));
+            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'boolean' THEN ({j})::boolean {o} {p}::boolean ELSE false END, false)")
+        }
+        Json::Null => unreachable!("handled by the caller"),
+        Json::Array(_) | Json::Object(_) => match op {
+            CompareOp::Eq | CompareOp::Ne => {
+                let p = cx.params.json(v.clone());
+                format!("coalesce(jsonb_typeof({j}) = jsonb_typeof({p}) AND {j} {o} {p}, false)")
+            }
+            _ => return Err(not_comparable("an array or object value")),
+        },
+    })
+}
+
+fn json_vs_json(op: CompareOp, a: &str, b: &str) -> String {
+    let o = sql_op(op);
+    let on_null = bool_sql(op == CompareOp::Eq || op == CompareOp::Le || op == CompareOp::Ge);
+    let composite = match op {
+        CompareOp::Eq | CompareOp::Ne => format!("{a} {o} {b}"),
+        _ => "false".into(),
+    };
+    format!(
+        "coalesce(CASE WHEN jsonb_typeof({a}) IS DISTINCT FROM jsonb_typeof({b}) THEN false \
+         WHEN jsonb_typeof({a}) = 'number' THEN ({a})::numeric {o} ({b})::numeric \
+         WHEN jsonb_typeof({a}) = 'string' THEN ({a} #>> '{{}}') COLLATE \"C\" {o} ({b} #>> '{{}}') COLLATE \"C\" \
+         WHEN jsonb_typeof({a}) = 'boolean' THEN ({a})::boolean {o} ({b})::boolean \
+         WHEN jsonb_typeof({a}) = 'null' THEN {on_null} \
+         ELSE {composite} END, false)"
+    )
+}
+
+fn is_null(cx: &mut Cx, o: &Operand) -> String {
+    match o {
+        Operand::Lit(v) => bool_sql(v.is_null()),
+        Operand::Json(j) => format!("({j} IS NULL OR {j} = 'null'::jsonb)"),
+        Operand::Text(t) | Operand::Object(t) | Operand::Id(t, _) => {
+            let _ = cx;
+            format!("({t} IS NULL)")
+        }
+    }
+}
+
+/// A string operand as SQL text (NULL when it is not a string).
+fn as_text(cx: &mut Cx, o: &Operand) -> Result<String, KipError> {
+    Ok(match o {
+        Operand::Lit(Json::String(s)) => cx.params.text(s.clone()),
+        Operand::Lit(_) => "NULL::text".into(),
+        Operand::Text(t) => t.clone(),
+        Operand::Json(j) => format!("(CASE WHEN jsonb_typeof({j}) = 'string' THEN {j} #>> '{{}}' END)"),
+        Operand::Id(e, VarKind::Concept) => format!("('C:' || {e})"),
+        Operand::Id(e, _) => format!("kip.element_ref({}, {e})", cx.space_sql),
+        Operand::Object(_) => return Err(not_comparable("an attributes/metadata path")),
+    })
+}
+
+fn check_regex(pattern: &str) -> Result<(), KipError> {
+    // Compiles the pattern once; an invalid one raises SQLSTATE 2201B, which
+    // becomes KIP_1001 even when no row would have reached the comparison.
+    spi::query("SELECT ''::text ~ $1::text", &[SqlParam::Text(pattern.to_string())], Access::ReadOnly)?;
+    Ok(())
+}
+
+fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]) -> Result<String, KipError> {
+    if args.len() != func.arity() {
+        return Err(KipError::new(
+            ErrorCode::InvalidSyntax,
+            format!("{} takes {} argument(s), got {}", func.keyword(), func.arity(), args.len()),
+        ));
+    }
+    let a = operand(access, cx, &args[0])?;
+    match func {
+        FilterFunc::IsNull => return Ok(is_null(cx, &a)),
+        FilterFunc::IsNotNull => return Ok(format!("NOT {}", is_null(cx, &a))),
+        _ => {}
+    }
+    let b = operand(access, cx, &args[1])?;
+    if func == FilterFunc::In {
+        return in_list(cx, a, b);
+    }
+    if let (Operand::Lit(x), Operand::Lit(y)) = (&a, &b) {
+        return Ok(bool_sql(fold_string_func(func, x, y)?));
+    }
+    if func == FilterFunc::Regex {
+        if let Operand::Lit(Json::String(p)) = &b {
+            check_regex(p)?;
+        }
+    }
+    let bt = as_text(cx, &b)?;
+    if func == FilterFunc::Contains {
+        if let Operand::Json(j) = &a {
+            // CONTAINS also tests membership in an array value.
+            let bj = as_json(cx, &b);
+            return Ok(format!(
+                "coalesce(CASE jsonb_typeof({j}) WHEN 'string' THEN strpos({j} #>> '{{}}', {bt}) > 0 \
+                 WHEN 'array' THEN {j} @> jsonb_build_array({bj}) ELSE false END, false)"
+            ));
+        }
+    }
+    let at = as_text(cx, &a)?;
+    Ok(match func {
+        FilterFunc::Contains => format!("coalesce(strpos({at}, {bt}) > 0, false)"),
+        FilterFunc::StartsWith => format!("coalesce(starts_with({at}, {bt}), false)"),
+        FilterFunc::EndsWith => format!("coalesce(right({at}, length({bt})) = {bt}, false)"),
+        FilterFunc::Regex => format!("coalesce({at} ~ {bt}, false)"),
+        _ => unreachable!(),
+    })
+}
+
+fn fold_string_func(func: FilterFunc, a: &Json, b: &Json) -> Result<bool, KipError> {
+    let (Json::String(a), Json::String(b)) = (a, b) else { return Ok(false) };
+    Ok(match func {
+        FilterFunc::Contains => a.contains(b.as_str()),
+        FilterFunc::StartsWith => a.starts_with(b.as_str()),
+        FilterFunc::EndsWith => a.ends_with(b.as_str()),
+        FilterFunc::Regex => {
+            check_regex(b)?;
+            let v = spi::query_scalar(
+                "SELECT $1::text ~ $2::text",
+                &[SqlParam::Text(a.clone()), SqlParam::Text(b.clone())],
+                Access::ReadOnly,
+            )?;
+            v == Json::Bool(true)
+        }
+        _ => false,
+    })
+}
+
+fn in_list(cx: &mut Cx, a: Operand, list: Operand) -> Result<String, KipError> {
+    let Operand::Lit(Json::Array(items)) = list else {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, "IN expects a list of values as its second argument")
+            .with_hint("Write IN(?x.attributes.k, [\"a\", \"b\"]) or pass a JSON array parameter."));
+    };
+    Ok(match a {
+        Operand::Lit(v) => bool_sql(items.iter().any(|i| compare_values(CompareOp::Eq, &v, i))),
+        Operand::Object(_) => return Err(not_comparable("an attributes/metadata path")),
+        Operand::Text(t) => {
+            let strings: Vec<String> = items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect();
+            let p = cx.params.push(SqlParam::TextArray(strings));
+            format!("coalesce({t} = ANY({p}::text[]), false)")
+        }
+        Operand::Id(e, _) => {
+            let ids: Vec<i64> = items.iter().filter_map(|i| i.as_str().and_then(parse_ref)).map(|(_, n)| n).collect();
+            let p = cx.params.push(SqlParam::IntArray(ids));
+            format!("coalesce({e} = ANY({p}::bigint[]), false)")
+        }
+        Operand::Json(j) => {
+            let p = cx.params.json(Json::Array(items));
+            format!(
+                "coalesce(jsonb_typeof({j}) NOT IN ('array', 'object') AND {p} @> jsonb_build_array({j}), false)"
+            )
+        }
+    })
+}
+
+/// A FILTER expression as an SQL boolean (never NULL).
+pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) -> Result<String, KipError> {
+    Ok(match e {
+        Expr::Value(v) => bool_sql(bound_value(v)? == Json::Bool(true)),
+        Expr::Path(p) => match path_operand(access, cx, p)? {
+            Operand::Json(j) => format!("coalesce({j} = 'true'::jsonb, false)"),
+            Operand::Object(_) => return Err(not_comparable(&path_text(p))),
+            other => format!("NOT {}", is_null(cx, &other)),
+        },
+        Expr::Not(inner) => format!("(NOT {})", compile_filter(access, cx, inner)?),
+        Expr::And(items) | Expr::Or(items) => {
+            let joiner = if matches!(e, Expr::And(_)) { " AND " } else { " OR " };
+            let parts = items.iter().map(|i| compile_filter(access, cx, i)).collect::<Result<Vec<_>, _>>()?;
+            format!("({})", parts.join(joiner))
+        }
+        Expr::Compare { op, left, right } => {
+            let a = operand(access, cx, left)?;
+            let b = operand(access, cx, right)?;
+            format!("({})", compare(cx, *op, a, b)?)
+        }
+        Expr::Call { func, args } => format!("({})", call(access, cx, *func, args)?),
+    })
+}

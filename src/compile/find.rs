@@ -1,0 +1,334 @@
+//! A whole FIND → one SQL statement returning one row: each result column
+//! as a jsonb array (assembled with `jsonb_agg` in the page's order), the
+//! page's row count, and each scalar aggregation.
+//!
+//! ```text
+//! WITH s AS (<pattern>)                        -- one row per solution (+ ord)
+//!      d AS (SELECT <key vars>, min(ord) …)    -- solution dedup on projected vars
+//!   page AS (SELECT <values>, <sort keys> FROM d LEFT JOIN <rows> ORDER BY … LIMIT n+1 OFFSET o)
+//! SELECT (SELECT jsonb_agg(j1 ORDER BY …) FROM page), …, (SELECT count(*) FROM page), <scalars>
+//! ```
+//!
+//! With grouped aggregations `d` is replaced by the groups of the plain
+//! values, and each aggregation by a CTE over its deduplicated inputs.
+//! Rows are ordered by the ORDER BY keys (nulls last in both directions),
+//! then by UNION branch, then by the projected variables' ids (first
+//! appearance), so pages are stable and the natural order is creation order.
+
+use crate::compile::filter::unbound;
+use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding};
+use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
+use crate::compile::Params;
+use crate::engine::Ctx;
+use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
+use kip_lang::{ErrorCode, KipError};
+
+/// Where an entry of the result comes from in the SQL output row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Out {
+    /// Output column `i`: a jsonb array, one entry per row of the page.
+    Column(usize),
+    /// Output column `i`: a scalar aggregation.
+    Scalar(usize),
+}
+
+#[derive(Debug)]
+pub(crate) struct FindSql {
+    pub sql: String,
+    pub params: Params,
+    pub shape: Vec<Out>,
+    /// Output column holding the page's row count (None: no row columns).
+    pub count_col: Option<usize>,
+}
+
+struct SortKey {
+    exprs: Vec<String>,
+    desc: bool,
+}
+
+fn order_clause(keys: &[SortKey], tail: &[String]) -> String {
+    let mut parts = Vec::new();
+    for k in keys {
+        for e in &k.exprs {
+            parts.push(format!("{e} {} NULLS LAST", if k.desc { "DESC" } else { "ASC" }));
+        }
+    }
+    for t in tail {
+        parts.push(format!("{t} ASC NULLS LAST"));
+    }
+    parts.join(", ")
+}
+
+fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
+    if vars.iter().any(|v| v.name == path.var) {
+        Ok(())
+    } else {
+        Err(unbound(&path.var))
+    }
+}
+
+/// Compile a FIND for the page `[offset, offset + limit)`; the SQL fetches
+/// one extra row so the caller knows whether more exist.
+pub(crate) fn compile_find(q: &FindQuery, ctx: &Ctx, limit: u64, offset: u64) -> Result<FindSql, KipError> {
+    let mut params = Params::new();
+    let mut cx = Cx::new(ctx, &mut params);
+    let rel = compile_block(&q.where_clauses, &Scope::default(), &mut cx, true)?;
+    for p in q.projections.iter().chain(q.order_by.iter().map(|k| &k.expr)) {
+        match p {
+            Projection::Path(path) => check_bound(path, &rel.vars)?,
+            Projection::Aggregate(a) => check_bound(&a.arg, &rel.vars)?,
+        }
+    }
+    let items = projection::items(&q.projections, &q.where_clauses);
+    let grouped = items.iter().any(|i| matches!(i, Item::Agg { grouped: true, .. }));
+    let mut ctes = vec![format!("s AS ({})", rel.sql)];
+    let mut outputs: Vec<String> = Vec::new();
+    let mut shape = Vec::new();
+    let has_rows = items.iter().any(|i| matches!(i, Item::Column(_) | Item::Agg { grouped: true, .. }));
+    let lim = cx.params.int(limit as i64 + 1);
+    let off = cx.params.int(offset as i64);
+
+    if has_rows && !grouped {
+        // Solution dedup on the projected (and ordering) variables.
+        let mut keys: Vec<String> = projection::plain_vars(&items);
+        for k in &q.order_by {
+            if let Projection::Path(p) = &k.expr {
+                if !keys.contains(&p.var) {
+                    keys.push(p.var.clone());
+                }
+            } else {
+                return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY an aggregation needs a grouped FIND")
+                    .with_hint("Order by an aggregation only together with the plain expressions it is grouped by."));
+            }
+        }
+        let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| rel.vars.iter().find(|v| &v.name == k).cloned()).collect();
+        let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
+        ctes.push(format!(
+            "d AS (SELECT {}{}min(s.ord) AS ord FROM s{})",
+            cols.iter().map(|c| format!("{c}, ")).collect::<String>(),
+            "",
+            if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
+        ));
+        let mut acc = SolutionAccess::new("d", &key_vars);
+        let mut select = Vec::new();
+        let mut ncol = 0;
+        for item in &items {
+            if let Item::Column(paths) = item {
+                let vals = paths.iter().map(|p| path_json(&mut acc, &mut cx, p)).collect::<Result<Vec<_>, _>>()?;
+                let v = if vals.len() == 1 { vals[0].clone() } else { format!("jsonb_build_array({})", vals.join(", ")) };
+                ncol += 1;
+                select.push(format!("{v} AS j{ncol}"));
+            }
+        }
+        let mut sort = Vec::new();
+        for (i, k) in q.order_by.iter().enumerate() {
+            if let Projection::Path(p) = &k.expr {
+                let exprs = path_sort(&mut acc, &mut cx, p)?;
+                let names: Vec<String> = exprs.iter().enumerate().map(|(j, _)| format!("k{i}_{j}")).collect();
+                for (e, n) in exprs.iter().zip(&names) {
+                    select.push(format!("{e} AS {n}"));
+                }
+                sort.push(SortKey { exprs: names, desc: k.direction == SortDirection::Desc });
+            }
+        }
+        let mut tail = vec!["ord".to_string()];
+        for (i, v) in key_vars.iter().enumerate() {
+            select.push(format!("d.{} AS t{i}", v.column));
+            tail.push(format!("t{i}"));
+        }
+        select.push("d.ord AS ord".into());
+        let order = order_clause(&sort, &tail);
+        ctes.push(format!(
+            "page AS (SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off})",
+            select.join(", "),
+            acc.joins_sql()
+        ));
+        let mut c = 0;
+        for item in &items {
+            match item {
+                Item::Column(_) => {
+                    c += 1;
+                    outputs.push(format!("(SELECT coalesce(jsonb_agg(j{c} ORDER BY {order}), '[]'::jsonb) FROM page)"));
+                    shape.push(Out::Column(outputs.len() - 1));
+                }
+                Item::Agg { agg, .. } => {
+                    outputs.push(global_agg(&mut cx, &rel.vars, agg)?);
+                    shape.push(Out::Scalar(outputs.len() - 1));
+                }
+            }
+        }
+    } else if has_rows {
+        grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &mut outputs, &mut shape, &lim, &off)?;
+    } else {
+        for item in &items {
+            if let Item::Agg { agg, .. } = item {
+                outputs.push(global_agg(&mut cx, &rel.vars, agg)?);
+                shape.push(Out::Scalar(outputs.len() - 1));
+            }
+        }
+    }
+    let count_col = if has_rows {
+        outputs.push("(SELECT count(*) FROM page)".into());
+        Some(outputs.len() - 1)
+    } else {
+        None
+    };
+    let sql = format!("WITH {} SELECT {}", ctes.join(", "), outputs.join(", "));
+    drop(cx);
+    Ok(FindSql { sql, params, shape, count_col })
+}
+
+/// A scalar aggregation over all solutions.
+fn global_agg(cx: &mut Cx, vars: &[VarBinding], agg: &kip_lang::ast::Aggregate) -> Result<String, KipError> {
+    let mut acc = SolutionAccess::new("s", vars);
+    let (k, x) = agg_inputs(&mut acc, cx, agg)?;
+    Ok(format!(
+        "(SELECT {} FROM (SELECT DISTINCT {k} AS k, {x} AS x FROM s {}) t)",
+        agg_sql(agg),
+        acc.joins_sql()
+    ))
+}
+
+/// Implicit GROUP BY: groups of the plain values, aggregations per group.
+#[allow(clippy::too_many_arguments)]
+fn grouped_plan(
+    cx: &mut Cx,
+    vars: &[VarBinding],
+    q: &FindQuery,
+    items: &[Item],
+    ctes: &mut Vec<String>,
+    outputs: &mut Vec<String>,
+    shape: &mut Vec<Out>,
+    lim: &str,
+    off: &str,
+) -> Result<(), KipError> {
+    // b: solutions with the group values g_i and each aggregation's inputs.
+    let mut acc = SolutionAccess::new("s", vars);
+    let mut b_select = vec!["s.ord AS ord".to_string()];
+    let mut group_paths: Vec<DotPath> = Vec::new();
+    let mut gcols = Vec::new();
+    let mut gexprs = Vec::new();
+    for item in items {
+        if let Item::Column(paths) = item {
+            for p in paths {
+                let v = path_json(&mut acc, cx, p)?;
+                let g = format!("g{}", gcols.len());
+                b_select.push(format!("{v} AS {g}"));
+                gexprs.push(v);
+                gcols.push(g);
+                group_paths.push(p.clone());
+            }
+        }
+    }
+    // First-appearance order of groups: by the ids of the projected variables.
+    let plain = projection::plain_vars(items);
+    let mut id_cols = Vec::new();
+    for (i, name) in plain.iter().enumerate() {
+        if let Some(c) = acc.column(name) {
+            b_select.push(format!("{c} AS i{i}"));
+            id_cols.push(format!("i{i}"));
+        }
+    }
+    let mut aggs = Vec::new();
+    for (n, item) in items.iter().enumerate() {
+        if let Item::Agg { agg, grouped: true } = item {
+            let (k, x) = agg_inputs(&mut acc, cx, agg)?;
+            b_select.push(format!("{k} AS ak{n}, {x} AS ax{n}"));
+            aggs.push(n);
+        }
+    }
+    let gk = format!("jsonb_build_array({})", gexprs.join(", "));
+    ctes.push(format!("b AS (SELECT {}, {gk} AS gk FROM s {})", b_select.join(", "), acc.joins_sql()));
+    ctes.push(format!(
+        "grp AS (SELECT gk, {}, min(ord) AS ord{} FROM b GROUP BY gk, {})",
+        gcols.join(", "),
+        id_cols.iter().map(|c| format!(", min({c}) AS {c}")).collect::<String>(),
+        gcols.join(", ")
+    ));
+    for n in &aggs {
+        let Item::Agg { agg, .. } = &items[*n] else { unreachable!() };
+        ctes.push(format!(
+            "a{n} AS (SELECT t.gk, {} AS val FROM (SELECT DISTINCT gk, ak{n} AS k, ax{n} AS x FROM b) t GROUP BY t.gk)",
+            agg_sql(agg)
+        ));
+    }
+    // page: one row per group, values of each result column, sort keys.
+    let mut select = Vec::new();
+    let mut col_of_item = Vec::new();
+    let mut gi = 0;
+    for (n, item) in items.iter().enumerate() {
+        match item {
+            Item::Column(paths) => {
+                let vals: Vec<String> = (gi..gi + paths.len()).map(|i| format!("grp.g{i}")).collect();
+                gi += paths.len();
+                let v = if vals.len() == 1 { vals[0].clone() } else { format!("jsonb_build_array({})", vals.join(", ")) };
+                select.push(format!("{v} AS j{n}"));
+                col_of_item.push(Some(n));
+            }
+            Item::Agg { grouped: true, .. } => {
+                select.push(format!("coalesce(a{n}.val, CASE WHEN {} THEN to_jsonb(0) END) AS j{n}", is_count(item)));
+                col_of_item.push(Some(n));
+            }
+            Item::Agg { .. } => col_of_item.push(None),
+        }
+    }
+    let mut sort = Vec::new();
+    for (i, k) in q.order_by.iter().enumerate() {
+        let source = match &k.expr {
+            Projection::Path(p) => group_paths.iter().position(|g| g == p).map(|g| format!("grp.g{g}")),
+            Projection::Aggregate(a) => items.iter().enumerate().find_map(|(n, it)| match it {
+                Item::Agg { agg, grouped: true } if agg == a => Some(format!("j{n}_src")),
+                _ => None,
+            }),
+        };
+        let Some(source) = source else {
+            return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY in a grouped FIND must use one of the FIND expressions")
+                .with_hint("Order by a plain expression or an aggregation that appears in FIND."));
+        };
+        let source = match source.strip_suffix("_src") {
+            Some(j) => {
+                let n: usize = j[1..].parse().unwrap_or(0);
+                format!("coalesce(a{n}.val, CASE WHEN {} THEN to_jsonb(0) END)", is_count(&items[n]))
+            }
+            None => source,
+        };
+        let names: Vec<String> = json_sort(&source).iter().enumerate().map(|(j, e)| {
+            select.push(format!("{e} AS k{i}_{j}"));
+            format!("k{i}_{j}")
+        }).collect();
+        sort.push(SortKey { exprs: names, desc: k.direction == SortDirection::Desc });
+    }
+    let mut tail = vec!["ord".to_string()];
+    select.push("grp.ord AS ord".into());
+    for c in &id_cols {
+        select.push(format!("grp.{c} AS {c}"));
+        tail.push(c.clone());
+    }
+    select.push("grp.gk #>> '{}' AS gtext".into());
+    tail.push("gtext".into());
+    let joins: String = aggs.iter().map(|n| format!(" LEFT JOIN a{n} ON a{n}.gk = grp.gk")).collect();
+    let order = order_clause(&sort, &tail);
+    ctes.push(format!("page AS (SELECT {} FROM grp{joins} ORDER BY {order} LIMIT {lim} OFFSET {off})", select.join(", ")));
+    for (n, item) in items.iter().enumerate() {
+        match (item, col_of_item[n]) {
+            (_, Some(n)) => {
+                outputs.push(format!("(SELECT coalesce(jsonb_agg(j{n} ORDER BY {order}), '[]'::jsonb) FROM page)"));
+                shape.push(Out::Column(outputs.len() - 1));
+            }
+            (Item::Agg { agg, .. }, None) => {
+                outputs.push(global_agg(cx, vars, agg)?);
+                shape.push(Out::Scalar(outputs.len() - 1));
+            }
+            _ => unreachable!(),
+        }
+    }
+    Ok(())
+}
+
+/// SQL boolean literal: whether a missing group value of this aggregation is 0.
+fn is_count(item: &Item) -> &'static str {
+    match item {
+        Item::Agg { agg, .. } if agg.func == kip_lang::ast::AggFunc::Count => "true",
+        _ => "false",
+    }
+}

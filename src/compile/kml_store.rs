@@ -1,0 +1,214 @@
+//! The fixed SQL statements of the KML write path: identity lookups and
+//! shallow-merge writes of single concepts and propositions.
+//!
+//! Every statement text is a constant (one cached plan each); every value is
+//! a bind parameter. Shallow merge is jsonb `||`: keys present in the command
+//! overwrite (a JSON `null` is stored as given), other keys stay. Versions and
+//! `updated_at` are left to the `touch_element` trigger, which bumps them only
+//! when content really changes, so an idempotent re-UPSERT keeps `_version`.
+//!
+//! Lookups run as read-write SPI calls although they only select: a
+//! read-only SPI call keeps the caller's snapshot and would not see the rows
+//! this very command (or an earlier statement of its capsule) just wrote.
+
+use super::kml_ids::ElementRef;
+use crate::exec::{spi, Access, SqlParam};
+use crate::space::Space;
+use kip_lang::KipError;
+use serde_json::{Map, Value};
+
+pub type JsonMap = Map<String, Value>;
+
+fn json(m: &JsonMap) -> SqlParam {
+    SqlParam::Json(Value::Object(m.clone()))
+}
+
+fn int_at(row: &[Value], i: usize) -> i64 {
+    row.get(i).and_then(Value::as_i64).unwrap_or_default()
+}
+
+fn text_at(row: &[Value], i: usize) -> String {
+    row.get(i).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+fn first_id(rows: spi::Rows) -> Option<i64> {
+    rows.first().map(|r| int_at(r, 0))
+}
+
+// ---------------------------------------------------------------- concepts --
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConceptRow {
+    pub id: i64,
+    pub type_name: String,
+    pub name: String,
+    pub version: i64,
+}
+
+fn concept_row(rows: spi::Rows) -> Option<ConceptRow> {
+    rows.first().map(|r| ConceptRow { id: int_at(r, 0), type_name: text_at(r, 1), name: text_at(r, 2), version: int_at(r, 3) })
+}
+
+/// The concept `{type, name}`; `lock` takes its row lock (guarded writes).
+pub fn concept_by_identity(space: &Space, type_name: &str, name: &str, lock: bool) -> Result<Option<ConceptRow>, KipError> {
+    let sql = if lock {
+        "SELECT id, type, name, version FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3 FOR UPDATE"
+    } else {
+        "SELECT id, type, name, version FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3"
+    };
+    let params = [space.param(), SqlParam::Text(type_name.into()), SqlParam::Text(name.into())];
+    Ok(concept_row(spi::query(sql, &params, Access::ReadWrite)?))
+}
+
+/// The concept with row id `id`.
+pub fn concept_by_id(space: &Space, id: i64, lock: bool) -> Result<Option<ConceptRow>, KipError> {
+    let sql = if lock {
+        "SELECT id, type, name, version FROM kip.concepts WHERE space = $1 AND id = $2 FOR UPDATE"
+    } else {
+        "SELECT id, type, name, version FROM kip.concepts WHERE space = $1 AND id = $2"
+    };
+    Ok(concept_row(spi::query(sql, &[space.param(), SqlParam::Int(id)], Access::ReadWrite)?))
+}
+
+/// Create `{type, name}` or shallow-merge into it, in one statement.
+pub fn concept_upsert(space: &Space, type_name: &str, name: &str, attrs: &JsonMap, meta: &JsonMap) -> Result<i64, KipError> {
+    if attrs.is_empty() && meta.is_empty() {
+        // Nothing to write: do not rewrite (and row-lock) an existing node
+        // that a capsule merely references.
+        if let Some(row) = concept_by_identity(space, type_name, name, false)? {
+            return Ok(row.id);
+        }
+    }
+    let rows = spi::query(
+        "INSERT INTO kip.concepts AS c (space, type, name, attributes, metadata) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (space, type, name) DO UPDATE \
+         SET attributes = c.attributes || EXCLUDED.attributes, metadata = c.metadata || EXCLUDED.metadata \
+         RETURNING id",
+        &[space.param(), SqlParam::Text(type_name.into()), SqlParam::Text(name.into()), json(attrs), json(meta)],
+        Access::ReadWrite,
+    )?;
+    Ok(first_id(rows).unwrap_or_default())
+}
+
+/// Create `{type, name}` only if it does not exist; `None` when it does.
+pub fn concept_create(space: &Space, type_name: &str, name: &str, attrs: &JsonMap, meta: &JsonMap) -> Result<Option<i64>, KipError> {
+    let rows = spi::query(
+        "INSERT INTO kip.concepts (space, type, name, attributes, metadata) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (space, type, name) DO NOTHING RETURNING id",
+        &[space.param(), SqlParam::Text(type_name.into()), SqlParam::Text(name.into()), json(attrs), json(meta)],
+        Access::ReadWrite,
+    )?;
+    Ok(first_id(rows))
+}
+
+/// Shallow-merge attributes and metadata into an existing concept.
+pub fn concept_patch(space: &Space, id: i64, attrs: &JsonMap, meta: &JsonMap) -> Result<(), KipError> {
+    if attrs.is_empty() && meta.is_empty() {
+        return Ok(());
+    }
+    spi::execute(
+        "UPDATE kip.concepts SET attributes = attributes || $3, metadata = metadata || $4 WHERE space = $1 AND id = $2",
+        &[space.param(), SqlParam::Int(id), json(attrs), json(meta)],
+        Access::ReadWrite,
+    )?;
+    Ok(())
+}
+
+/// One attribute of a concept (`None` when the key is absent).
+pub fn concept_attribute(space: &Space, id: i64, key: &str) -> Result<Option<Value>, KipError> {
+    let rows = spi::query(
+        "SELECT attributes -> $3 FROM kip.concepts WHERE space = $1 AND id = $2",
+        &[space.param(), SqlParam::Int(id), SqlParam::Text(key.into())],
+        Access::ReadWrite,
+    )?;
+    Ok(rows.into_iter().next().and_then(|r| r.into_iter().next()).filter(|v| !v.is_null()))
+}
+
+// ------------------------------------------------------------ propositions --
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PropositionRow {
+    pub id: i64,
+    pub predicate: String,
+    pub version: i64,
+}
+
+fn proposition_row(rows: spi::Rows) -> Option<PropositionRow> {
+    rows.first().map(|r| PropositionRow { id: int_at(r, 0), predicate: text_at(r, 1), version: int_at(r, 2) })
+}
+
+/// The proposition with row id `id` (and predicate, when given).
+pub fn proposition_by_id(space: &Space, id: i64, predicate: Option<&str>, lock: bool) -> Result<Option<PropositionRow>, KipError> {
+    let sql = if lock {
+        "SELECT id, predicate, version FROM kip.propositions WHERE space = $1 AND id = $2 AND ($3::text IS NULL OR predicate = $3) FOR UPDATE"
+    } else {
+        "SELECT id, predicate, version FROM kip.propositions WHERE space = $1 AND id = $2 AND ($3::text IS NULL OR predicate = $3)"
+    };
+    let pred = predicate.map_or(SqlParam::NullText, |p| SqlParam::Text(p.into()));
+    Ok(proposition_row(spi::query(sql, &[space.param(), SqlParam::Int(id), pred], Access::ReadWrite)?))
+}
+
+/// The proposition `(subject, predicate, object)`.
+pub fn proposition_by_triple(space: &Space, s: ElementRef, predicate: &str, o: ElementRef, lock: bool) -> Result<Option<PropositionRow>, KipError> {
+    let sql = if lock {
+        "SELECT id, predicate, version FROM kip.propositions WHERE space = $1 AND subject = $2 AND predicate = $3 AND object = $4 FOR UPDATE"
+    } else {
+        "SELECT id, predicate, version FROM kip.propositions WHERE space = $1 AND subject = $2 AND predicate = $3 AND object = $4"
+    };
+    let params = [space.param(), SqlParam::Int(s.id), SqlParam::Text(predicate.into()), SqlParam::Int(o.id)];
+    Ok(proposition_row(spi::query(sql, &params, Access::ReadWrite)?))
+}
+
+fn triple_params(space: &Space, s: ElementRef, predicate: &str, o: ElementRef, attrs: &JsonMap, meta: &JsonMap) -> [SqlParam; 8] {
+    [
+        space.param(),
+        SqlParam::Int(s.id),
+        SqlParam::Bool(s.is_concept()),
+        SqlParam::Text(predicate.into()),
+        SqlParam::Int(o.id),
+        SqlParam::Bool(o.is_concept()),
+        json(attrs),
+        json(meta),
+    ]
+}
+
+const INSERT_PROPOSITION: &str = "INSERT INTO kip.propositions AS p \
+     (space, subject_concept, subject_link, predicate, object_concept, object_link, attributes, metadata) \
+     VALUES ($1, CASE WHEN $3 THEN $2 END, CASE WHEN NOT $3 THEN $2 END, $4, \
+             CASE WHEN $6 THEN $5 END, CASE WHEN NOT $6 THEN $5 END, $7, $8) ";
+
+/// Create `(s, p, o)` or shallow-merge into the existing link (uniqueness of
+/// `(subject, predicate, object)`, RC10 §2.10).
+pub fn proposition_upsert(space: &Space, s: ElementRef, predicate: &str, o: ElementRef, attrs: &JsonMap, meta: &JsonMap) -> Result<i64, KipError> {
+    thread_local! {
+        static SQL: String = format!(
+            "{INSERT_PROPOSITION} ON CONFLICT (space, subject, predicate, object) DO UPDATE \
+             SET attributes = p.attributes || EXCLUDED.attributes, metadata = p.metadata || EXCLUDED.metadata RETURNING id"
+        );
+    }
+    let params = triple_params(space, s, predicate, o, attrs, meta);
+    let rows = SQL.with(|sql| spi::query(sql, &params, Access::ReadWrite))?;
+    Ok(first_id(rows).unwrap_or_default())
+}
+
+/// Create `(s, p, o)` only if it does not exist; `None` when it does.
+pub fn proposition_create(space: &Space, s: ElementRef, predicate: &str, o: ElementRef, attrs: &JsonMap, meta: &JsonMap) -> Result<Option<i64>, KipError> {
+    thread_local! {
+        static SQL: String = format!("{INSERT_PROPOSITION} ON CONFLICT (space, subject, predicate, object) DO NOTHING RETURNING id");
+    }
+    let params = triple_params(space, s, predicate, o, attrs, meta);
+    Ok(first_id(SQL.with(|sql| spi::query(sql, &params, Access::ReadWrite))?))
+}
+
+/// Shallow-merge attributes and metadata into an existing proposition.
+pub fn proposition_patch(space: &Space, id: i64, attrs: &JsonMap, meta: &JsonMap) -> Result<(), KipError> {
+    if attrs.is_empty() && meta.is_empty() {
+        return Ok(());
+    }
+    spi::execute(
+        "UPDATE kip.propositions SET attributes = attributes || $3, metadata = metadata || $4 WHERE space = $1 AND id = $2",
+        &[space.param(), SqlParam::Int(id), json(attrs), json(meta)],
+        Access::ReadWrite,
+    )?;
+    Ok(())
+}

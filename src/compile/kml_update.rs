@@ -1,0 +1,97 @@
+//! UPDATE value expressions → SQL (RC10 §4.3).
+//!
+//! A `SET ATTRIBUTES {…}` / `SET METADATA {…}` block becomes one jsonb
+//! "patch" expression over the row alias of the element being updated, so
+//! every value is computed from that element's *own* current state inside
+//! the UPDATE statement itself (a concurrent writer's change is re-read by
+//! Postgres before the row is rewritten: no lost increments).
+//!
+//! Semantics: an expression whose operand is missing, `null` (outside
+//! `COALESCE`) or not a number yields SQL NULL, and a key whose value is SQL
+//! NULL is left out of the patch — the key is skipped for that element. A
+//! literal JSON `null` value is still written. Arithmetic is double
+//! precision, like the JSON numbers agents exchange; whole results print as
+//! integers (`1`, not `1.0`).
+
+use super::element::{self, ElementKind};
+use super::kml_args;
+use super::Params;
+use kip_lang::ast::{DotPath, PathField, UpdateExpr, UpdateField, UpdateFunc};
+use kip_lang::KipError;
+
+/// The patch object for `fields`, evaluated against the row `alias`.
+pub fn patch(fields: Option<&[UpdateField]>, alias: &str, kind: ElementKind, params: &mut Params) -> Result<String, KipError> {
+    let Some(fields) = fields.filter(|f| !f.is_empty()) else {
+        return Ok("'{}'::jsonb".to_string());
+    };
+    let mut rows = Vec::with_capacity(fields.len());
+    for (i, f) in fields.iter().enumerate() {
+        let key = params.text(f.key.clone());
+        let value = expr(&f.value, alias, kind, params)?;
+        // The ordinal keeps "last one wins" for a key written twice.
+        rows.push(format!("({i}, {key}, {value})"));
+    }
+    Ok(format!(
+        "(SELECT coalesce(jsonb_object_agg(u.k, u.v ORDER BY u.n), '{{}}'::jsonb) FROM (VALUES {}) AS u(n, k, v) WHERE u.v IS NOT NULL)",
+        rows.join(", ")
+    ))
+}
+
+fn expr(e: &UpdateExpr, alias: &str, kind: ElementKind, params: &mut Params) -> Result<String, KipError> {
+    Ok(match e {
+        UpdateExpr::Value(v) => params.json(kml_args::value(v)?),
+        UpdateExpr::Path(p) => path(p, alias, kind, params),
+        UpdateExpr::Call { func, args } => {
+            let args: Vec<String> = args.iter().map(|a| expr(a, alias, kind, params)).collect::<Result<_, _>>()?;
+            call(*func, &args)
+        }
+    })
+}
+
+/// A jsonb number as float8, SQL NULL for anything else; `e` is evaluated once.
+fn num(e: &str) -> String {
+    format!("(SELECT CASE WHEN jsonb_typeof(s.v) = 'number' THEN s.v::float8 END FROM (SELECT {e} AS v) s)")
+}
+
+fn call(func: UpdateFunc, args: &[String]) -> String {
+    match (func, args) {
+        (UpdateFunc::Add, [a, b]) => format!("to_jsonb({} + {})", num(a), num(b)),
+        (UpdateFunc::Mul, [a, b]) => format!("to_jsonb({} * {})", num(a), num(b)),
+        (UpdateFunc::Clamp, [x, lo, hi]) => format!(
+            "(SELECT CASE WHEN c.x IS NULL OR c.lo IS NULL OR c.hi IS NULL THEN NULL ELSE to_jsonb(LEAST(GREATEST(c.x, c.lo), c.hi)) END \
+             FROM (SELECT {} AS x, {} AS lo, {} AS hi) c)",
+            num(x),
+            num(lo),
+            num(hi)
+        ),
+        (UpdateFunc::Coalesce, [x, d]) => format!("coalesce(NULLIF({x}, 'null'::jsonb), {d})"),
+        // The parser checks arities; anything else yields "skip the key".
+        _ => "NULL::jsonb".to_string(),
+    }
+}
+
+/// A dot path on the target itself, as jsonb (SQL NULL when absent).
+fn path(p: &DotPath, alias: &str, kind: ElementKind, params: &mut Params) -> String {
+    let concept = kind == ElementKind::Concept;
+    match &p.field {
+        PathField::Whole if concept => element::concept_json(alias),
+        PathField::Whole => element::proposition_json(alias),
+        PathField::Id if concept => format!("to_jsonb('C:' || {alias}.id)"),
+        PathField::Id => format!("to_jsonb({})", element::proposition_ref(alias)),
+        PathField::Type if concept => format!("to_jsonb({alias}.type)"),
+        PathField::Name if concept => format!("to_jsonb({alias}.name)"),
+        PathField::Predicate if !concept => format!("to_jsonb({alias}.predicate)"),
+        PathField::Subject if !concept => format!("to_jsonb({})", element::endpoint_ref(alias, "subject")),
+        PathField::Object if !concept => format!("to_jsonb({})", element::endpoint_ref(alias, "object")),
+        PathField::Attributes(None) => format!("{alias}.attributes"),
+        PathField::Attributes(Some(k)) => format!("({alias}.attributes -> {})", params.text(k.clone())),
+        PathField::Metadata(None) => element::metadata_json(alias),
+        PathField::Metadata(Some(k)) => match k.as_str() {
+            "_version" => format!("to_jsonb({alias}.version)"),
+            "_created_at" => format!("to_jsonb({})", element::iso_time(&format!("{alias}.created_at"))),
+            "_updated_at" => format!("to_jsonb({})", element::iso_time(&format!("{alias}.updated_at"))),
+            _ => format!("({alias}.metadata -> {})", params.text(k.clone())),
+        },
+        _ => "NULL::jsonb".to_string(),
+    }
+}

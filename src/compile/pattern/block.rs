@@ -1,0 +1,276 @@
+//! Compiling one `{ … }` block (the WHERE body, or the body of OPTIONAL /
+//! NOT / UNION) into a SELECT.
+//!
+//! The block's FROM is one left-deep join tree, built clause by clause:
+//! concept and proposition clauses add inner items (conditions go to WHERE),
+//! hop walks add `CROSS JOIN LATERAL` subqueries, `OPTIONAL` adds a
+//! `LEFT JOIN LATERAL … ON true`. A `UNION { … }` closes the tree built so far
+//! into a subquery, `UNION ALL`s it with the independently compiled branch
+//! (missing variables padded with NULL), and continues from that. `FILTER`
+//! and `NOT` apply to the block's solutions wherever they are written, so
+//! they are compiled last, with every variable of the block in scope.
+
+use super::scope::{kind_conflict, Cx, Row, Scope, Var};
+use super::{endpoint, VarBinding, VarKind};
+use crate::compile::filter::{self, VarAccess};
+use kip_lang::ast::{Expr, WhereClause};
+use kip_lang::KipError;
+
+/// A compiled block: a SELECT with one column per own variable (and, for a
+/// top-level FIND block, an `ord` column: the UNION branch a row came from).
+#[derive(Debug, Clone)]
+pub(crate) struct Rel {
+    pub sql: String,
+    pub vars: Vec<VarBinding>,
+}
+
+enum From {
+    Inner(String),
+    Left(String),
+    LeftOn(String, String),
+}
+
+static NEXT_BLOCK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+pub(crate) struct Builder {
+    pub id: usize,
+    from: Vec<From>,
+    conds: Vec<String>,
+    /// Variables of enclosing blocks (visible, not output).
+    outer: Scope,
+    /// Variables bound (or refined) in this block.
+    pub local: Scope,
+    /// SQL expression of the UNION branch ordinal of a row.
+    ord: String,
+}
+
+impl Builder {
+    fn new(outer: &Scope) -> Builder {
+        Builder {
+            id: NEXT_BLOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            from: Vec::new(),
+            conds: Vec::new(),
+            outer: outer.clone(),
+            local: Scope::default(),
+            ord: "0".to_string(),
+        }
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<&Var> {
+        self.local.get(name).or_else(|| self.outer.get(name))
+    }
+
+    /// Bind or refine a variable in this block.
+    pub fn set_var(&mut self, name: &str, var: Var) {
+        self.local.set(name, var);
+    }
+
+    /// Bind a variable seen for the first time.
+    pub fn bind_new(&mut self, name: &str, kind: VarKind, expr: String, row: Option<Row>) {
+        let owner = self.id;
+        self.local.set(name, Var { kind, expr, row, row_owner: owner, own: true });
+    }
+
+    pub fn inner(&mut self, item: String) {
+        self.from.push(From::Inner(item));
+    }
+
+    pub fn cond(&mut self, c: String) {
+        self.conds.push(c);
+    }
+
+    /// Every variable this block sees (for nested OPTIONAL / NOT blocks).
+    fn visible(&self) -> Scope {
+        self.outer.layered(&self.local)
+    }
+
+    fn render_from(&self) -> String {
+        let mut out = String::new();
+        for (i, item) in self.from.iter().enumerate() {
+            match (i, item) {
+                (0, From::Inner(x)) => out.push_str(x),
+                (0, From::Left(x)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON true")),
+                (0, From::LeftOn(x, on)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON {on}")),
+                (_, From::Inner(x)) => out.push_str(&format!(" CROSS JOIN {x}")),
+                (_, From::Left(x)) => out.push_str(&format!(" LEFT JOIN {x} ON true")),
+                (_, From::LeftOn(x, on)) => out.push_str(&format!(" LEFT JOIN {x} ON {on}")),
+            }
+        }
+        out
+    }
+
+    /// The block as a SELECT of its own variables (plus `ord` when asked).
+    fn render(&self, with_ord: bool) -> Rel {
+        let mut select = Vec::new();
+        let mut vars = Vec::new();
+        for (name, var) in self.local.iter().filter(|(_, v)| v.own) {
+            let column = format!("v_{}", vars.len() + 1);
+            select.push(format!("{} AS {column}", var.expr));
+            vars.push(VarBinding { name: name.clone(), kind: var.kind, column });
+        }
+        if with_ord {
+            select.push(format!("{} AS ord", self.ord));
+        }
+        if select.is_empty() {
+            select.push("1 AS unit".to_string());
+        }
+        let mut sql = format!("SELECT {}", select.join(", "));
+        if !self.from.is_empty() {
+            sql.push_str(" FROM ");
+            sql.push_str(&self.render_from());
+        }
+        if !self.conds.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&self.conds.join(" AND "));
+        }
+        Rel { sql, vars }
+    }
+}
+
+impl VarAccess for Builder {
+    fn var(&self, name: &str) -> Option<Var> {
+        self.lookup(name).cloned()
+    }
+
+    /// A readable row for `name`, LEFT-joining the element's table(s) at the
+    /// end of the join tree when none is in scope yet.
+    fn row(&mut self, cx: &mut Cx, name: &str) -> Option<Row> {
+        let var = self.lookup(name)?.clone();
+        if let Some(row) = &var.row {
+            return Some(row.clone());
+        }
+        let space = cx.space_sql.clone();
+        let join = |cx: &mut Cx, b: &mut Builder, table: &str, prefix: &str| {
+            let a = cx.alias(prefix);
+            b.from.push(From::LeftOn(
+                format!("kip.{table} {a}"),
+                format!("{a}.id = {} AND {a}.space = {space}", var.expr),
+            ));
+            a
+        };
+        let row = match var.kind {
+            VarKind::Predicate => return None,
+            VarKind::Concept => Row::Concept(join(cx, self, "concepts", "rc")),
+            VarKind::Proposition => Row::Proposition(join(cx, self, "propositions", "rp")),
+            VarKind::Element => {
+                let concept = join(cx, self, "concepts", "rc");
+                let proposition = join(cx, self, "propositions", "rp");
+                Row::Either { concept, proposition }
+            }
+        };
+        let mut refined = var.clone();
+        refined.row = Some(row.clone());
+        refined.row_owner = self.id;
+        self.local.set(name, refined);
+        Some(row)
+    }
+}
+
+/// Compile a block. `outer` holds the variables of enclosing blocks (empty
+/// for a top-level block and for UNION branches, which are independent).
+/// `with_ord` adds the `ord` column (FIND's natural order of UNION branches).
+pub(crate) fn compile_block(
+    clauses: &[WhereClause],
+    outer: &Scope,
+    cx: &mut Cx,
+    with_ord: bool,
+) -> Result<Rel, KipError> {
+    let mut b = Builder::new(outer);
+    let mut filters: Vec<&Expr> = Vec::new();
+    let mut negations: Vec<&[WhereClause]> = Vec::new();
+    let mut unions = 0usize;
+    for clause in clauses {
+        match clause {
+            WhereClause::Concept { var, selector } => endpoint::concept_clause(&mut b, cx, var, selector)?,
+            WhereClause::Proposition { var, pattern } => {
+                endpoint::proposition_clause(&mut b, cx, var.as_deref(), pattern)?;
+            }
+            WhereClause::Filter(e) => filters.push(e),
+            WhereClause::Not(inner) => negations.push(inner),
+            WhereClause::Optional(inner) => optional(&mut b, cx, inner)?,
+            WhereClause::Union(branch) => {
+                unions += 1;
+                union(&mut b, cx, branch, unions)?;
+            }
+        }
+    }
+    for inner in negations {
+        let rel = compile_block(inner, &b.visible(), cx, false)?;
+        b.cond(format!("NOT EXISTS ({})", rel.sql));
+    }
+    for e in filters {
+        let sql = filter::compile_filter(&mut b, cx, e)?;
+        b.cond(sql);
+    }
+    Ok(b.render(with_ord))
+}
+
+/// `OPTIONAL { … }`: a LEFT JOIN LATERAL of the inner block; its new
+/// variables become visible (NULL on a miss).
+fn optional(b: &mut Builder, cx: &mut Cx, inner: &[WhereClause]) -> Result<(), KipError> {
+    let rel = compile_block(inner, &b.visible(), cx, false)?;
+    let alias = cx.alias("o");
+    b.from.push(From::Left(format!("LATERAL ({}) {alias}", rel.sql)));
+    for v in rel.vars {
+        b.bind_new(&v.name, v.kind, format!("{alias}.{}", v.column), None);
+    }
+    Ok(())
+}
+
+/// `UNION { … }`: the rows so far, UNION ALL the independent branch.
+fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -> Result<(), KipError> {
+    let left = b.render(true);
+    let right = compile_block(branch, &Scope::default(), cx, false)?;
+    // Merged variable list: left's first, then the branch's new ones.
+    let mut merged: Vec<VarBinding> = left.vars.clone();
+    for rv in &right.vars {
+        match merged.iter_mut().find(|m| m.name == rv.name) {
+            Some(m) => {
+                m.kind = merge_kind(m.kind, rv.kind).ok_or_else(|| kind_conflict(&rv.name))?;
+            }
+            None => merged.push(rv.clone()),
+        }
+    }
+    let side = |rel: &Rel, ord: String| -> String {
+        let mut cols = Vec::new();
+        for (i, m) in merged.iter().enumerate() {
+            let value = match rel.vars.iter().find(|v| v.name == m.name) {
+                Some(v) => format!("s.{}", v.column),
+                None if m.kind == VarKind::Predicate => "NULL::text".to_string(),
+                None => "NULL::bigint".to_string(),
+            };
+            cols.push(format!("{value} AS u_{}", i + 1));
+        }
+        cols.push(format!("{ord} AS ord"));
+        format!("SELECT {} FROM ({}) s", cols.join(", "), rel.sql)
+    };
+    let alias = cx.alias("u");
+    // Nothing before the UNION: the branch alone (not an extra empty row).
+    let nothing_before = b.from.is_empty() && b.conds.is_empty() && left.vars.is_empty();
+    let sql = if nothing_before {
+        format!("({}) {alias}", side(&right, ordinal.to_string()))
+    } else {
+        format!(
+            "({} UNION ALL {}) {alias}",
+            side(&left, "s.ord".to_string()),
+            side(&right, ordinal.to_string())
+        )
+    };
+    let outer = b.outer.clone();
+    *b = Builder::new(&outer);
+    b.from.push(From::Inner(sql));
+    b.ord = format!("{alias}.ord");
+    for (i, m) in merged.iter().enumerate() {
+        b.bind_new(&m.name, m.kind, format!("{alias}.u_{}", i + 1), None);
+    }
+    Ok(())
+}
+
+/// The kind of a variable bound by two UNION branches.
+fn merge_kind(a: VarKind, b: VarKind) -> Option<VarKind> {
+    match (a, b) {
+        (x, y) if x == y => Some(x),
+        (VarKind::Predicate, _) | (_, VarKind::Predicate) => None,
+        _ => Some(VarKind::Element),
+    }
+}

@@ -1,0 +1,223 @@
+//! Concept clauses, proposition clauses and their endpoints.
+
+use super::block::Builder;
+use super::ground;
+use super::scope::{kind_conflict, lit, Cx, Row, Var};
+use super::VarKind;
+use crate::compile::hops;
+use crate::exec::SqlParam;
+use kip_lang::ast::{ConceptSelector, Endpoint, HopRange, PropPattern, Predicate, Triple};
+use kip_lang::{ErrorCode, KipError};
+
+/// Conditions of a `{…}` selector on the concepts row `alias`.
+fn selector_conds(cx: &mut Cx, alias: &str, sel: &ConceptSelector) -> Result<Vec<String>, KipError> {
+    Ok(match sel {
+        ConceptSelector::Id(id) => {
+            let n = ground::concept_id(cx, &lit(id)?)?;
+            vec![format!("{alias}.id = {}", cx.params.int(n))]
+        }
+        ConceptSelector::TypeName { type_name, name } => vec![
+            format!("{alias}.type = {}", cx.params.text(lit(type_name)?)),
+            format!("{alias}.name = {}", cx.params.text(lit(name)?)),
+        ],
+        ConceptSelector::Type(t) => vec![format!("{alias}.type = {}", cx.params.text(lit(t)?))],
+        ConceptSelector::Name(n) => vec![format!("{alias}.name = {}", cx.params.text(lit(n)?))],
+    })
+}
+
+/// A new `kip.concepts` item restricted to the space.
+fn concepts_item(b: &mut Builder, cx: &mut Cx) -> String {
+    let a = cx.alias("c");
+    b.inner(format!("kip.concepts {a}"));
+    b.cond(format!("{a}.space = {}", cx.space_sql));
+    a
+}
+
+/// `?var {…}`.
+pub(super) fn concept_clause(b: &mut Builder, cx: &mut Cx, var: &str, sel: &ConceptSelector) -> Result<(), KipError> {
+    match b.lookup(var).cloned() {
+        Some(v) if v.kind == VarKind::Predicate => Err(kind_conflict(var)),
+        // Already a concept row of this block: narrow it.
+        Some(Var { row: Some(Row::Concept(alias)), row_owner, .. }) if row_owner == b.id => {
+            for c in selector_conds(cx, &alias, sel)? {
+                b.cond(c);
+            }
+            Ok(())
+        }
+        Some(v) => {
+            let a = concepts_item(b, cx);
+            b.cond(format!("{a}.id = {}", v.expr));
+            for c in selector_conds(cx, &a, sel)? {
+                b.cond(c);
+            }
+            let owner = b.id;
+            b.set_var(var, Var { kind: VarKind::Concept, row: Some(Row::Concept(a)), row_owner: owner, ..v });
+            Ok(())
+        }
+        None => {
+            let a = concepts_item(b, cx);
+            for c in selector_conds(cx, &a, sel)? {
+                b.cond(c);
+            }
+            b.bind_new(var, VarKind::Concept, format!("{a}.id"), Some(Row::Concept(a)));
+            Ok(())
+        }
+    }
+}
+
+/// An endpoint after compilation: an id expression, or a variable to bind.
+enum End {
+    Id(String),
+    Free(String),
+}
+
+fn endpoint(b: &mut Builder, cx: &mut Cx, e: &Endpoint) -> Result<End, KipError> {
+    Ok(match e {
+        Endpoint::Var(v) => match b.lookup(v) {
+            Some(var) if var.kind == VarKind::Predicate => return Err(kind_conflict(v)),
+            Some(var) => End::Id(var.expr.clone()),
+            None => End::Free(v.clone()),
+        },
+        Endpoint::Concept(ConceptSelector::Id(id)) => {
+            let n = ground::concept_id(cx, &lit(id)?)?;
+            End::Id(cx.params.int(n))
+        }
+        Endpoint::Concept(sel) => {
+            let a = concepts_item(b, cx);
+            for c in selector_conds(cx, &a, sel)? {
+                b.cond(c);
+            }
+            End::Id(format!("{a}.id"))
+        }
+        Endpoint::Proposition(p) => match p.as_ref() {
+            PropPattern::Id(id) => End::Id(cx.params.int(ground::proposition_id(cx, &lit(id)?)?)),
+            pattern => End::Id(proposition_clause(b, cx, None, pattern)?),
+        },
+        Endpoint::Id(id) => {
+            let (_, n) = ground::element_id(cx, &lit(id)?)?;
+            End::Id(cx.params.int(n))
+        }
+    })
+}
+
+/// Attach an endpoint to `column` (`p.subject`, `h.node`, …).
+fn attach(b: &mut Builder, end: End, column: String) {
+    match end {
+        End::Id(expr) => b.cond(format!("{column} = {expr}")),
+        // A repeated free variable (`(?x, "p", ?x)`) is bound by its first use.
+        End::Free(name) => match b.lookup(&name) {
+            Some(v) => {
+                let expr = v.expr.clone();
+                b.cond(format!("{column} = {expr}"));
+            }
+            None => b.bind_new(&name, VarKind::Element, column, None),
+        },
+    }
+}
+
+/// `[?var] (…)`; returns the SQL expression of the matched link's id.
+pub(super) fn proposition_clause(
+    b: &mut Builder,
+    cx: &mut Cx,
+    var: Option<&str>,
+    pattern: &PropPattern,
+) -> Result<String, KipError> {
+    let (a, link_id) = match pattern {
+        PropPattern::Id(id) => {
+            let n = ground::proposition_id(cx, &lit(id)?)?;
+            let a = cx.alias("p");
+            b.inner(format!("kip.propositions {a}"));
+            b.cond(format!("{a}.space = {}", cx.space_sql));
+            b.cond(format!("{a}.id = {}", cx.params.int(n)));
+            (a.clone(), format!("{a}.id"))
+        }
+        PropPattern::Triple(t) => {
+            if let Predicate::Hops { predicate, range } = &t.predicate {
+                if *range != (HopRange { min: 1, max: Some(1) }) {
+                    if let Some(v) = var {
+                        return Err(KipError::new(
+                            ErrorCode::InvalidSyntax,
+                            format!("?{v} cannot bind a multi-hop path: only single links bind a proposition variable"),
+                        )
+                        .with_hint("Drop the variable before the multi-hop clause, or match one hop at a time."));
+                    }
+                    hop_clause(b, cx, t, vec![lit(predicate)?], *range)?;
+                    return Ok("NULL::bigint".to_string());
+                }
+            }
+            let a = triple_clause(b, cx, t)?;
+            (a.clone(), format!("{a}.id"))
+        }
+    };
+    if let Some(v) = var {
+        match b.lookup(v).cloned() {
+            Some(existing) if existing.kind == VarKind::Predicate => return Err(kind_conflict(v)),
+            Some(existing) => {
+                b.cond(format!("{link_id} = {}", existing.expr));
+                let owner = b.id;
+                b.set_var(v, Var { kind: VarKind::Proposition, row: Some(Row::Proposition(a)), row_owner: owner, ..existing });
+            }
+            None => b.bind_new(v, VarKind::Proposition, link_id.clone(), Some(Row::Proposition(a))),
+        }
+    }
+    Ok(link_id)
+}
+
+/// A single-link `(s, p, o)`; returns the propositions alias.
+fn triple_clause(b: &mut Builder, cx: &mut Cx, t: &Triple) -> Result<String, KipError> {
+    let subject = endpoint(b, cx, &t.subject)?;
+    let fresh_predicate = matches!(&t.predicate, Predicate::Var(p) if b.lookup(p).is_none());
+    if fresh_predicate {
+        let object_free = matches!(&t.object, Endpoint::Var(o) if b.lookup(o).is_none());
+        if matches!(subject, End::Free(_)) && object_free {
+            ground::check_unanchored_scan(cx)?;
+        }
+    }
+    let a = cx.alias("p");
+    b.inner(format!("kip.propositions {a}"));
+    b.cond(format!("{a}.space = {}", cx.space_sql));
+    attach(b, subject, format!("{a}.subject"));
+    match &t.predicate {
+        Predicate::Literal(p) => b.cond(format!("{a}.predicate = {}", cx.params.text(lit(p)?))),
+        Predicate::Hops { predicate, .. } => b.cond(format!("{a}.predicate = {}", cx.params.text(lit(predicate)?))),
+        Predicate::Alternatives(ps) => {
+            let names = ps.iter().map(lit).collect::<Result<Vec<_>, _>>()?;
+            let ph = cx.params.push(SqlParam::TextArray(names));
+            b.cond(format!("{a}.predicate = ANY({ph}::text[])"));
+        }
+        Predicate::Var(p) => match b.lookup(p) {
+            Some(v) if v.kind != VarKind::Predicate => return Err(kind_conflict(p)),
+            Some(v) => {
+                let expr = v.expr.clone();
+                b.cond(format!("{a}.predicate = {expr}"));
+            }
+            None => b.bind_new(p, VarKind::Predicate, format!("{a}.predicate"), None),
+        },
+    }
+    let object = endpoint(b, cx, &t.object)?;
+    attach(b, object, format!("{a}.object"));
+    Ok(a)
+}
+
+/// `(s, "p"{m,n}, o)`: a walk from the grounded endpoint.
+fn hop_clause(b: &mut Builder, cx: &mut Cx, t: &Triple, predicates: Vec<String>, range: HopRange) -> Result<(), KipError> {
+    hops::check_range(range)?;
+    let subject = endpoint(b, cx, &t.subject)?;
+    let object = endpoint(b, cx, &t.object)?;
+    let (anchor, target, forward) = match (subject, object) {
+        (End::Id(s), o) => (s, o, true),
+        (s @ End::Free(_), End::Id(o)) => (o, s, false),
+        (End::Free(s), End::Free(o)) => {
+            return Err(KipError::new(
+                ErrorCode::InvalidSyntax,
+                format!("subject ?{s} and object ?{o} cannot both be variables in multi-hop matching"),
+            )
+            .with_hint("Ground one end first: bind it in an earlier clause (e.g. ?x {type: \"T\", name: \"N\"}) or write it literally."))
+        }
+    };
+    let alias = cx.alias("h");
+    let walk = hops::walk_sql(cx, &anchor, forward, &predicates, range)?;
+    b.inner(format!("LATERAL ({walk}) {alias}"));
+    attach(b, target, format!("{alias}.node"));
+    Ok(())
+}

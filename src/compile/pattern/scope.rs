@@ -1,0 +1,118 @@
+//! Compilation state shared by every block of one statement: bound
+//! variables, their SQL expressions, and the generator of SQL aliases.
+
+use super::VarKind;
+use crate::compile::Params;
+use crate::engine::Ctx;
+use crate::space::Space;
+use kip_lang::ast::Bindable;
+use kip_lang::{ErrorCode, KipError};
+
+/// The statement being compiled: space, bind parameters, alias counter.
+pub(crate) struct Cx<'a> {
+    pub space: Space,
+    /// Placeholder of the space name (`$1::text`), pushed once, used everywhere.
+    pub space_sql: String,
+    pub params: &'a mut Params,
+    next_alias: usize,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(ctx: &Ctx, params: &'a mut Params) -> Cx<'a> {
+        let space_sql = params.text(ctx.space.name());
+        Cx { space: ctx.space.clone(), space_sql, params, next_alias: 0 }
+    }
+
+    /// A fresh SQL alias such as `c7`; never derived from user text.
+    pub fn alias(&mut self, prefix: &str) -> String {
+        self.next_alias += 1;
+        format!("{prefix}{}", self.next_alias)
+    }
+}
+
+/// Where the table row of an element variable can be read in SQL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Row {
+    Concept(String),
+    Proposition(String),
+    /// Two LEFT-joined aliases, exactly one of which matches.
+    Either { concept: String, proposition: String },
+}
+
+/// A bound variable.
+#[derive(Debug, Clone)]
+pub(crate) struct Var {
+    pub kind: VarKind,
+    /// SQL expression of the id (bigint) or predicate name (text).
+    pub expr: String,
+    /// A joined row of the element, when one is in scope.
+    pub row: Option<Row>,
+    /// Block that created `row` (only that block may add conditions to it).
+    pub row_owner: usize,
+    /// True when the variable was first bound in this block (and is therefore
+    /// one of the block's output columns).
+    pub own: bool,
+}
+
+/// Variables in order of first binding.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope {
+    entries: Vec<(String, Var)>,
+}
+
+impl Scope {
+    pub fn get(&self, name: &str) -> Option<&Var> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Var> {
+        self.entries.iter_mut().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    pub fn set(&mut self, name: &str, var: Var) {
+        match self.get_mut(name) {
+            Some(v) => *v = var,
+            None => self.entries.push((name.to_string(), var)),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Var)> {
+        self.entries.iter().map(|(n, v)| (n, v))
+    }
+
+    /// `inner` layered over `self`: what a nested block sees.
+    pub fn layered(&self, inner: &Scope) -> Scope {
+        let mut all = self.clone();
+        for (n, v) in inner.iter() {
+            let mut v = v.clone();
+            v.own = false;
+            all.set(n, v);
+        }
+        for (_, v) in all.entries.iter_mut() {
+            v.own = false;
+        }
+        all
+    }
+}
+
+/// The literal of a bound scalar position (binding has replaced every
+/// placeholder before compilation).
+pub(crate) fn lit<T: Clone>(arg: &Bindable<T>) -> Result<T, KipError> {
+    match arg {
+        Bindable::Lit(v) => Ok(v.clone()),
+        Bindable::Param(name) => Err(KipError::new(
+            ErrorCode::InvalidSyntax,
+            format!("parameter :{name} has no value"),
+        )
+        .with_hint(format!("Pass \"{name}\" in the request's parameters."))),
+    }
+}
+
+/// KIP_1001 for a variable used both as a predicate and as an element.
+pub(crate) fn kind_conflict(name: &str) -> KipError {
+    KipError::new(
+        ErrorCode::InvalidSyntax,
+        format!("variable ?{name} is used both as a predicate (a string) and as a concept or proposition"),
+    )
+    .with_hint("Use distinct variable names for predicates and for nodes/links.")
+}

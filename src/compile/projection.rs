@@ -1,0 +1,266 @@
+//! FIND projections: which columns the result has, how they are grouped,
+//! and SQL for their values over the solutions.
+//!
+//! Result shape (RC10 §6.2.2 as refined by the conformance fixtures):
+//! * consecutive plain expressions on the same variable share one column,
+//!   whose entries are arrays of their values (`FIND(?d.name, ?d.attributes.x)`
+//!   → `[["Aspirin", 2], …]`);
+//! * an aggregation is *grouped* — an aligned column, one value per
+//!   distinct combination of the plain expressions' values — when its
+//!   variable is not itself projected and is linked to a projected variable
+//!   through proposition endpoints (`FIND(?d.name, COUNT(?n)) WHERE { ?d …
+//!   OPTIONAL { (?n, "belongs_to_domain", ?d) } }`); otherwise it is computed
+//!   over all solutions and contributes a scalar. (This is what the
+//!   reference engines do: e.g. `FIND(?s.name, COUNT(?link))` with `?link`
+//!   the matched link itself counts all links.)
+//! * aggregations see each element once per group: `COUNT(?x)` counts the
+//!   distinct elements bound to `?x` (nulls ignored, so an OPTIONAL miss
+//!   counts 0); `SUM/AVG/MIN/MAX(?x.attributes.k)` aggregate one value per
+//!   distinct element; `COUNT(DISTINCT ?x.attributes.k)` counts distinct
+//!   values. SUM/AVG use the numbers; MIN/MAX the numbers, else the strings.
+
+use crate::compile::element::{concept_json, proposition_json};
+use crate::compile::filter::{path_operand, Operand, VarAccess};
+use crate::compile::pattern::{Cx, Row, Var, VarBinding, VarKind};
+use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
+use kip_lang::KipError;
+use std::collections::HashMap;
+
+/// One entry of the result: a column of plain paths or an aggregation.
+#[derive(Debug, Clone)]
+pub(crate) enum Item {
+    /// Consecutive plain paths on one variable.
+    Column(Vec<DotPath>),
+    Agg { agg: Aggregate, grouped: bool },
+}
+
+/// Split FIND expressions into result items.
+pub(crate) fn items(projections: &[Projection], where_clauses: &[WhereClause]) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
+    for p in projections {
+        match p {
+            Projection::Path(path) => match out.last_mut() {
+                Some(Item::Column(paths)) if paths[0].var == path.var => paths.push(path.clone()),
+                _ => out.push(Item::Column(vec![path.clone()])),
+            },
+            Projection::Aggregate(a) => out.push(Item::Agg { agg: a.clone(), grouped: false }),
+        }
+    }
+    let plain: Vec<String> = plain_vars(&out);
+    if !plain.is_empty() {
+        let links = Links::of(where_clauses);
+        for item in out.iter_mut() {
+            if let Item::Agg { agg, grouped } = item {
+                *grouped = !plain.contains(&agg.arg.var) && plain.iter().any(|p| links.connected(p, &agg.arg.var));
+            }
+        }
+    }
+    out
+}
+
+/// Variables of the plain columns, in order.
+pub(crate) fn plain_vars(items: &[Item]) -> Vec<String> {
+    let mut vars = Vec::new();
+    for i in items {
+        if let Item::Column(paths) = i {
+            if !vars.contains(&paths[0].var) {
+                vars.push(paths[0].var.clone());
+            }
+        }
+    }
+    vars
+}
+
+/// Which variables are linked through proposition endpoints (union-find).
+struct Links {
+    parent: HashMap<String, String>,
+}
+
+impl Links {
+    fn of(clauses: &[WhereClause]) -> Links {
+        let mut l = Links { parent: HashMap::new() };
+        l.walk(clauses);
+        l
+    }
+
+    fn walk(&mut self, clauses: &[WhereClause]) {
+        for c in clauses {
+            match c {
+                WhereClause::Proposition { pattern, .. } => {
+                    let mut vars = Vec::new();
+                    endpoint_vars(pattern, &mut vars);
+                    for w in vars.windows(2) {
+                        self.join(&w[0], &w[1]);
+                    }
+                }
+                WhereClause::Optional(inner) | WhereClause::Union(inner) => self.walk(inner),
+                _ => {}
+            }
+        }
+    }
+
+    fn find(&mut self, v: &str) -> String {
+        let p = self.parent.get(v).cloned().unwrap_or_else(|| v.to_string());
+        if p == v {
+            return p;
+        }
+        let root = self.find(&p);
+        self.parent.insert(v.to_string(), root.clone());
+        root
+    }
+
+    fn join(&mut self, a: &str, b: &str) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.parent.insert(ra, rb);
+        }
+    }
+
+    fn connected(&self, a: &str, b: &str) -> bool {
+        let mut me = Links { parent: self.parent.clone() };
+        me.find(a) == me.find(b)
+    }
+}
+
+fn endpoint_vars(p: &PropPattern, out: &mut Vec<String>) {
+    if let PropPattern::Triple(t) = p {
+        for e in [&t.subject, &t.object] {
+            match e {
+                Endpoint::Var(v) => out.push(v.clone()),
+                Endpoint::Proposition(inner) => endpoint_vars(inner, out),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Reads variables from the columns of a solutions relation (`src.v_n`),
+/// LEFT-joining element rows on demand.
+pub(crate) struct SolutionAccess {
+    src: String,
+    vars: Vec<VarBinding>,
+    rows: HashMap<String, Row>,
+    pub joins: Vec<String>,
+}
+
+impl SolutionAccess {
+    pub fn new(src: &str, vars: &[VarBinding]) -> SolutionAccess {
+        SolutionAccess { src: src.to_string(), vars: vars.to_vec(), rows: HashMap::new(), joins: Vec::new() }
+    }
+
+    pub fn column(&self, name: &str) -> Option<String> {
+        self.vars.iter().find(|v| v.name == name).map(|v| format!("{}.{}", self.src, v.column))
+    }
+
+    pub fn joins_sql(&self) -> String {
+        self.joins.join(" ")
+    }
+}
+
+impl VarAccess for SolutionAccess {
+    fn var(&self, name: &str) -> Option<Var> {
+        let b = self.vars.iter().find(|v| v.name == name)?;
+        Some(Var { kind: b.kind, expr: format!("{}.{}", self.src, b.column), row: None, row_owner: 0, own: false })
+    }
+
+    fn row(&mut self, cx: &mut Cx, name: &str) -> Option<Row> {
+        if let Some(r) = self.rows.get(name) {
+            return Some(r.clone());
+        }
+        let var = self.var(name)?;
+        let space = cx.space_sql.clone();
+        let mut join = |table: &str, prefix: &str| {
+            let a = cx.alias(prefix);
+            self.joins.push(format!("LEFT JOIN kip.{table} {a} ON {a}.id = {} AND {a}.space = {space}", var.expr));
+            a
+        };
+        let row = match var.kind {
+            VarKind::Predicate => return None,
+            VarKind::Concept => Row::Concept(join("concepts", "ec")),
+            VarKind::Proposition => Row::Proposition(join("propositions", "ep")),
+            VarKind::Element => {
+                let concept = join("concepts", "ec");
+                let proposition = join("propositions", "ep");
+                Row::Either { concept, proposition }
+            }
+        };
+        self.rows.insert(name.to_string(), row.clone());
+        Some(row)
+    }
+}
+
+/// A whole element (or predicate name) as its KIP JSON value.
+fn whole_json(access: &mut SolutionAccess, cx: &mut Cx, name: &str, kind: VarKind, expr: &str) -> String {
+    match (kind, access.row(cx, name)) {
+        (VarKind::Predicate, _) | (_, None) => format!("to_jsonb({expr})"),
+        (_, Some(Row::Concept(c))) => format!("CASE WHEN {c}.id IS NOT NULL THEN {} END", concept_json(&c)),
+        (_, Some(Row::Proposition(p))) => format!("CASE WHEN {p}.id IS NOT NULL THEN {} END", proposition_json(&p)),
+        (_, Some(Row::Either { concept, proposition })) => format!(
+            "CASE WHEN {concept}.id IS NOT NULL THEN {} WHEN {proposition}.id IS NOT NULL THEN {} END",
+            concept_json(&concept),
+            proposition_json(&proposition)
+        ),
+    }
+}
+
+/// The JSON value of a dot path (SQL jsonb, NULL when unbound or missing).
+pub(crate) fn path_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath) -> Result<String, KipError> {
+    Ok(match path_operand(access, cx, path)? {
+        Operand::Id(expr, kind) => whole_json(access, cx, &path.var, kind, &expr),
+        Operand::Text(t) => format!("to_jsonb({t})"),
+        Operand::Json(j) | Operand::Object(j) => j,
+        Operand::Lit(v) => cx.params.json(v),
+    })
+}
+
+/// Sort expressions for a path: typed so numbers order as numbers and
+/// strings in byte order.
+pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath) -> Result<Vec<String>, KipError> {
+    Ok(match path_operand(access, cx, path)? {
+        Operand::Id(expr, VarKind::Predicate) | Operand::Text(expr) => vec![format!("({expr}) COLLATE \"C\"")],
+        Operand::Id(expr, _) => vec![expr],
+        Operand::Json(j) => json_sort(&j),
+        Operand::Object(j) => vec![j],
+        Operand::Lit(_) => vec![],
+    })
+}
+
+/// Sort keys of a jsonb value: numbers, then strings, then booleans.
+pub(crate) fn json_sort(j: &str) -> Vec<String> {
+    vec![
+        format!("(CASE WHEN jsonb_typeof({j}) = 'number' THEN ({j})::numeric END)"),
+        format!("(CASE WHEN jsonb_typeof({j}) = 'string' THEN {j} #>> '{{}}' END) COLLATE \"C\""),
+        format!("(CASE WHEN jsonb_typeof({j}) = 'boolean' THEN ({j})::boolean END)"),
+    ]
+}
+
+/// The value an aggregation reads per solution: (element/predicate key, jsonb value).
+pub(crate) fn agg_inputs(access: &mut SolutionAccess, cx: &mut Cx, agg: &Aggregate) -> Result<(String, String), KipError> {
+    let key = access.column(&agg.arg.var).ok_or_else(|| crate::compile::filter::unbound(&agg.arg.var))?;
+    let value = match agg.arg.field {
+        PathField::Whole => match access.var(&agg.arg.var).map(|v| v.kind) {
+            Some(VarKind::Predicate) => format!("to_jsonb({key})"),
+            _ => "NULL::jsonb".to_string(),
+        },
+        _ => path_json(access, cx, &agg.arg)?,
+    };
+    Ok((key, value))
+}
+
+/// The aggregate over a deduplicated input `t(k, x)` (one row per element
+/// and value within the group), as jsonb.
+pub(crate) fn agg_sql(agg: &Aggregate) -> String {
+    let non_null = "t.x IS NOT NULL AND t.x <> 'null'::jsonb";
+    let num = "CASE WHEN jsonb_typeof(t.x) = 'number' THEN (t.x)::numeric END";
+    let text = "(CASE WHEN jsonb_typeof(t.x) = 'string' THEN t.x #>> '{}' END) COLLATE \"C\"";
+    match (agg.func, agg.distinct, &agg.arg.field) {
+        (AggFunc::Count, false, PathField::Whole) => "to_jsonb(count(t.k))".into(),
+        (AggFunc::Count, true, PathField::Whole) => "to_jsonb(count(DISTINCT t.k))".into(),
+        (AggFunc::Count, false, _) => format!("to_jsonb(count(t.k) FILTER (WHERE {non_null}))"),
+        (AggFunc::Count, true, _) => format!("to_jsonb(count(DISTINCT t.x) FILTER (WHERE {non_null}))"),
+        (AggFunc::Sum, _, _) => format!("to_jsonb(sum({num}))"),
+        (AggFunc::Avg, _, _) => format!("to_jsonb(avg({num}))"),
+        (AggFunc::Min, _, _) => format!("coalesce(to_jsonb(min({num})), to_jsonb(min({text})))"),
+        (AggFunc::Max, _, _) => format!("coalesce(to_jsonb(max({num})), to_jsonb(max({text})))"),
+    }
+}

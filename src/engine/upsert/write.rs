@@ -1,0 +1,190 @@
+//! Executing the blocks of an UPSERT statement: match-or-create, guards,
+//! shallow merges and the links of `SET PROPOSITIONS`.
+
+use super::resolve::{self, describe, Handles};
+use crate::compile::kml_args::{layered, lit_str, lit_u64, optional_object};
+use crate::compile::kml_ids::{self, ElementRef};
+use crate::compile::kml_store::{self as store, JsonMap};
+use crate::engine::Ctx;
+use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
+use kip_lang::ast::{ConceptBlock, ConceptSelector, PropPattern, Predicate, PropositionBlock, SetProposition, UIntArg};
+use kip_lang::{ErrorCode, KipError};
+
+fn version_conflict(what: &str, expected: u64, current: Option<i64>) -> KipError {
+    let state = match current {
+        Some(v) => format!("its current _version is {v}"),
+        None => "it does not exist".to_string(),
+    };
+    let message = if expected == 0 {
+        format!("EXPECT VERSION 0 requires {what} not to exist yet, but it does (_version {})", current.unwrap_or_default())
+    } else {
+        format!("EXPECT VERSION {expected} failed for {what}: {state}")
+    };
+    KipError::new(ErrorCode::VersionConflict, message)
+        .with_hint("The whole UPSERT was aborted and nothing was written. Re-read the element to get its fresh _version and value, re-apply your change, then retry the guarded write.")
+}
+
+fn expected(guard: &Option<UIntArg>) -> Result<Option<u64>, KipError> {
+    guard.as_ref().map(lit_u64).transpose()
+}
+
+fn check_version(what: &str, expected: Option<u64>, current: i64) -> Result<(), KipError> {
+    match expected {
+        Some(v) if i64::try_from(v).ok() != Some(current) => Err(version_conflict(what, v, Some(current))),
+        _ => Ok(()),
+    }
+}
+
+fn self_loop(subject: ElementRef, predicate: &str) -> KipError {
+    KipError::syntax(format!(
+        "Subject and object cannot be the same: ({}, {predicate:?}, {0}) would be a self-loop",
+        describe(subject)
+    ))
+    .with_hint("A proposition links two different elements. Check the handles and identities of subject and object.")
+}
+
+/// `core_directives` of `$self` / `$system` may be written once (bootstrap)
+/// and then only with the very same value.
+fn guard_directives(ctx: &Ctx, type_name: &str, name: &str, id: Option<i64>, attrs: &JsonMap) -> Result<(), KipError> {
+    let Some(new) = attrs.get(CORE_DIRECTIVES) else { return Ok(()) };
+    if protection::classify(type_name, name) != Protection::SystemActor {
+        return Ok(());
+    }
+    let id = match id {
+        Some(id) => id,
+        None => match store::concept_by_identity(&ctx.space, type_name, name, false)? {
+            Some(row) => row.id,
+            None => return Ok(()),
+        },
+    };
+    match store::concept_attribute(&ctx.space, id, CORE_DIRECTIVES)? {
+        Some(current) if &current != new => Err(protection::directives_refused(name)),
+        _ => Ok(()),
+    }
+}
+
+/// One `CONCEPT ?h { … }` block; returns the concept's row id.
+pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, statement_meta: &JsonMap) -> Result<i64, KipError> {
+    let attrs = optional_object(block.set_attributes.as_deref())?;
+    let meta = layered(statement_meta, block.metadata.as_deref())?;
+    let guard = expected(&block.expect_version)?;
+    let id = match &block.identity {
+        ConceptSelector::TypeName { type_name, name } => {
+            let (t, n) = (lit_str(type_name)?, lit_str(name)?);
+            let what = format!("concept {}", protection::describe(t, n));
+            guard_directives(ctx, t, n, None, &attrs)?;
+            match guard {
+                None => store::concept_upsert(&ctx.space, t, n, &attrs, &meta)?,
+                Some(0) => match store::concept_create(&ctx.space, t, n, &attrs, &meta)? {
+                    Some(id) => id,
+                    None => {
+                        let current = store::concept_by_identity(&ctx.space, t, n, false)?.map(|r| r.version);
+                        return Err(version_conflict(&what, 0, current));
+                    }
+                },
+                Some(v) => {
+                    let row = store::concept_by_identity(&ctx.space, t, n, true)?.ok_or_else(|| version_conflict(&what, v, None))?;
+                    check_version(&what, guard, row.version)?;
+                    store::concept_patch(&ctx.space, row.id, &attrs, &meta)?;
+                    row.id
+                }
+            }
+        }
+        ConceptSelector::Id(id) => {
+            let text = lit_str(id)?;
+            let parsed = kml_ids::parse_concept(text)?;
+            let row = match parsed.id {
+                Some(id) => store::concept_by_id(&ctx.space, id, guard.is_some())?,
+                None => None,
+            };
+            let row = row.ok_or_else(|| resolve::not_found(format_args!("concept {text:?}")))?;
+            let what = format!("concept {text}");
+            if guard == Some(0) {
+                return Err(version_conflict(&what, 0, Some(row.version)));
+            }
+            check_version(&what, guard, row.version)?;
+            guard_directives(ctx, &row.type_name, &row.name, Some(row.id), &attrs)?;
+            store::concept_patch(&ctx.space, row.id, &attrs, &meta)?;
+            row.id
+        }
+        _ => return Err(KipError::syntax("a CONCEPT block is identified by {type: …, name: …} or {id: …}")),
+    };
+    let subject = ElementRef::concept(id);
+    handles.define(&block.handle, subject);
+    for item in block.set_propositions.iter().flatten() {
+        set_proposition(ctx, handles, subject, item, &meta)?;
+    }
+    Ok(id)
+}
+
+/// One `("predicate", target) [WITH METADATA {…}]` entry: additive; an
+/// existing `(s, p, o)` link only gets the metadata merged in.
+fn set_proposition(ctx: &Ctx, handles: &Handles, subject: ElementRef, item: &SetProposition, block_meta: &JsonMap) -> Result<(), KipError> {
+    let predicate = lit_str(&item.predicate)?;
+    let object = resolve::endpoint(ctx, handles, &item.target)?;
+    if object == subject {
+        return Err(self_loop(subject, predicate));
+    }
+    let meta = layered(block_meta, item.metadata.as_deref())?;
+    store::proposition_upsert(&ctx.space, subject, predicate, object, &JsonMap::new(), &meta)?;
+    Ok(())
+}
+
+/// One `PROPOSITION [?h] { … }` block; returns the link's row id and predicate.
+pub fn proposition_block(ctx: &Ctx, handles: &mut Handles, block: &PropositionBlock, statement_meta: &JsonMap) -> Result<(i64, String), KipError> {
+    let attrs = optional_object(block.set_attributes.as_deref())?;
+    let meta = layered(statement_meta, block.metadata.as_deref())?;
+    let guard = expected(&block.expect_version)?;
+    let (id, predicate) = match &block.identity {
+        PropPattern::Id(id) => {
+            let text = lit_str(id)?;
+            let parsed = kml_ids::parse_proposition(text)?;
+            let row = match parsed.id {
+                Some(id) => store::proposition_by_id(&ctx.space, id, parsed.predicate.as_deref(), guard.is_some())?,
+                None => None,
+            };
+            let row = row.ok_or_else(|| resolve::not_found(format_args!("proposition {text:?}")))?;
+            let what = format!("proposition {text}");
+            if guard == Some(0) {
+                return Err(version_conflict(&what, 0, Some(row.version)));
+            }
+            check_version(&what, guard, row.version)?;
+            store::proposition_patch(&ctx.space, row.id, &attrs, &meta)?;
+            (row.id, row.predicate)
+        }
+        PropPattern::Triple(t) => {
+            let predicate = match &t.predicate {
+                Predicate::Literal(p) => lit_str(p)?.to_string(),
+                _ => return Err(KipError::syntax("inside UPSERT a proposition needs a single literal predicate")),
+            };
+            let s = resolve::endpoint(ctx, handles, &t.subject)?;
+            let o = resolve::endpoint(ctx, handles, &t.object)?;
+            if s == o {
+                return Err(self_loop(s, &predicate));
+            }
+            let what = format!("proposition ({}, {predicate:?}, {})", describe(s), describe(o));
+            let id = match guard {
+                None => store::proposition_upsert(&ctx.space, s, &predicate, o, &attrs, &meta)?,
+                Some(0) => match store::proposition_create(&ctx.space, s, &predicate, o, &attrs, &meta)? {
+                    Some(id) => id,
+                    None => {
+                        let current = store::proposition_by_triple(&ctx.space, s, &predicate, o, false)?.map(|r| r.version);
+                        return Err(version_conflict(&what, 0, current));
+                    }
+                },
+                Some(v) => {
+                    let row = store::proposition_by_triple(&ctx.space, s, &predicate, o, true)?
+                        .ok_or_else(|| version_conflict(&what, v, None))?;
+                    check_version(&what, guard, row.version)?;
+                    store::proposition_patch(&ctx.space, row.id, &attrs, &meta)?;
+                    row.id
+                }
+            };
+            (id, predicate)
+        }
+    };
+    if let Some(h) = &block.handle {
+        handles.define(h, ElementRef::proposition(id));
+    }
+    Ok((id, predicate))
+}

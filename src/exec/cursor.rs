@@ -1,0 +1,107 @@
+//! Opaque, tamper-evident pagination tokens for FIND / DESCRIBE.
+//!
+//! A token is `base64url(offset ':' tag)`, where `tag` is a keyed SipHash
+//! of the query's *shape* (the canonical text of the command without its
+//! LIMIT and CURSOR, with every parameter already bound into it, plus the
+//! memory space) and the offset, keyed by this database's identity. A token
+//! therefore only resumes the query that produced it: an edited token, a
+//! token from another query, space or database, or random text is refused
+//! with `KIP_1001` instead of silently restarting at page one.
+//!
+//! Offsets are over the query's total order (ORDER BY keys, then branch and
+//! element ids), so pages neither repeat nor skip rows while the data does
+//! not change.
+
+use kip_lang::{ErrorCode, KipError};
+use std::hash::Hasher;
+
+const VERSION: &str = "k1";
+
+fn key() -> (u64, u64) {
+    let db = unsafe { pgrx::pg_sys::MyDatabaseId }.to_u32() as u64;
+    (0x6b69_705f_6375_7273 ^ db, 0x6f72_5f76_315f_6b65u64.rotate_left(17) ^ (db << 32))
+}
+
+fn tag(shape: &str, offset: u64) -> u64 {
+    let (k0, k1) = key();
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
+    h.write(VERSION.as_bytes());
+    h.write(shape.as_bytes());
+    h.write_u64(offset);
+    h.finish()
+}
+
+/// The token resuming `shape` at `offset`.
+pub fn encode(shape: &str, offset: u64) -> String {
+    b64_encode(format!("{VERSION}:{offset}:{:016x}", tag(shape, offset)).as_bytes())
+}
+
+fn invalid(token: &str) -> KipError {
+    let shown: String = token.chars().take(40).collect();
+    KipError::new(ErrorCode::InvalidSyntax, format!("invalid CURSOR token {shown:?}"))
+        .with_hint("Pass the next_cursor value of the previous page of the same query unchanged, or omit CURSOR to start from the first page.")
+}
+
+/// The offset a token resumes at, if it was issued for `shape`.
+pub fn decode(shape: &str, token: &str) -> Result<u64, KipError> {
+    let raw = b64_decode(token).ok_or_else(|| invalid(token))?;
+    let text = String::from_utf8(raw).map_err(|_| invalid(token))?;
+    let mut parts = text.split(':');
+    let (Some(v), Some(off), Some(t), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(invalid(token));
+    };
+    let offset: u64 = off.parse().map_err(|_| invalid(token))?;
+    if v != VERSION || t != format!("{:016x}", tag(shape, offset)) {
+        return Err(invalid(token));
+    }
+    Ok(offset)
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+fn b64_encode(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn b64_decode(text: &str) -> Option<Vec<u8>> {
+    if text.is_empty() || text.len() % 4 == 1 || text.len() > 200 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for chunk in text.as_bytes().chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            let v = ALPHABET.iter().position(|a| a == c)? as u32;
+            n |= v << (18 - 6 * i);
+        }
+        for i in 0..chunk.len() - 1 {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        for s in ["", "a", "ab", "abc", "abcd", "k1:100:0123456789abcdef"] {
+            if s.is_empty() {
+                continue;
+            }
+            assert_eq!(b64_decode(&b64_encode(s.as_bytes())).unwrap(), s.as_bytes());
+        }
+        assert!(b64_decode("!!!not-a-cursor!!!").is_none());
+    }
+}

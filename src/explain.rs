@@ -1,0 +1,72 @@
+//! `kip_explain(command, parameters)`: the SQL a FIND compiles to, its bind
+//! parameters, and Postgres's `EXPLAIN` of it — so users (and we) can see
+//! what a KIP query costs and which indexes it uses.
+
+use crate::api::request::CommandRequest;
+use crate::compile::find::compile_find;
+use crate::engine::{self, Ctx, Mode};
+use crate::exec::{spi, subxact, Access, SqlParam};
+use kip_lang::ast::Command;
+use kip_lang::{ErrorCode, KipError};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+fn param_text(p: &SqlParam) -> String {
+    match p {
+        SqlParam::Text(s) => format!("{s:?}"),
+        SqlParam::Int(i) => i.to_string(),
+        SqlParam::Float(f) => f.to_string(),
+        SqlParam::Bool(b) => b.to_string(),
+        SqlParam::Json(v) => v.to_string(),
+        SqlParam::TextArray(v) => format!("{v:?}"),
+        SqlParam::IntArray(v) => format!("{v:?}"),
+        SqlParam::NullText => "NULL".into(),
+    }
+}
+
+fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Result<String, KipError> {
+    let parameters = match parameters {
+        serde_json::Value::Object(m) => m,
+        serde_json::Value::Null => Default::default(),
+        other => {
+            return Err(KipError::new(ErrorCode::InvalidSyntax, format!("parameters must be a JSON object, got {other}")))
+        }
+    };
+    let req = CommandRequest { command: command.to_string(), parameters };
+    let script = engine::prepare(&req, Mode::ReadOnly)?;
+    let Some(Command::Find(q)) = script.commands.first() else {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_explain explains FIND commands")
+            .with_hint("Pass a FIND(…) WHERE { … } command."));
+    };
+    let ctx = Ctx { space: crate::space::current()?, access: Access::ReadOnly };
+    let limit = engine::find::page_size(engine::find::literal(&q.limit)?);
+    let plan = compile_find(q, &ctx, limit, 0)?;
+    let mut out = String::from("-- SQL\n");
+    out.push_str(&plan.sql);
+    out.push_str("\n-- parameters\n");
+    for (i, p) in plan.params.values().iter().enumerate() {
+        out.push_str(&format!("${} = {}\n", i + 1, param_text(p)));
+    }
+    out.push_str("-- plan\n");
+    let prefix = if analyze { "EXPLAIN (ANALYZE, COSTS, BUFFERS) " } else { "EXPLAIN (COSTS) " };
+    // SPI refuses EXPLAIN in read-only mode; the explained statement is a
+    // SELECT compiled from a FIND, so it cannot write either way.
+    let rows = spi::query(&format!("{prefix}{}", plan.sql), plan.params.values(), Access::ReadWrite)?;
+    for row in rows {
+        if let Some(serde_json::Value::String(line)) = row.into_iter().next() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// The generated SQL, its parameters and `EXPLAIN` output of a FIND command
+/// (with `analyze => true`, `EXPLAIN ANALYZE`: the query runs).
+#[pg_extern(volatile, parallel_unsafe)]
+fn kip_explain(command: &str, parameters: default!(JsonB, "'{}'"), analyze: default!(bool, false)) -> String {
+    match subxact::run_isolated(|| explain(command, parameters.0.clone(), analyze)) {
+        Ok(text) => text,
+        Err(e) => format!("{}: {}{}", e.code.as_str(), e.message, e.hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()),
+    }
+}

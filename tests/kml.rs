@@ -1,0 +1,19 @@
+//! KML, the write path: bootstrap from capsules/, UPSERT, UPDATE, MERGE,
+//! DELETE, schema discipline and protection (RC10 §2.8–2.11, §4).
+//! Needs the test cluster (scripts/cluster.sh start) with kip installed.
+
+#[path = "kml/common.rs"]
+mod common;
+
+#[path = "kml/bootstrap.rs"]
+mod bootstrap;
+#[path = "kml/delete.rs"]
+mod delete;
+#[path = "kml/merge.rs"]
+mod merge;
+#[path = "kml/protection.rs"]
+mod protection;
+#[path = "kml/update.rs"]
+mod update;
+#[path = "kml/upsert.rs"]
+mod upsert;

@@ -1,0 +1,85 @@
+//! MERGE CONCEPT (RC10 §4.4): repointing keeps link ids (higher-order
+//! references survive), collisions keep the target's link, provenance
+//! chains, and replays say "already merged".
+
+use super::common::{concept, error, exists, fails, medical, run};
+use serde_json::{json, Value};
+
+fn merge(source: &str, target: &str) -> String {
+    format!(
+        r#"MERGE CONCEPT ?s INTO ?t WHERE {{ ?s {{type: "Drug", name: "{source}"}} ?t {{type: "Drug", name: "{target}"}} }}"#
+    )
+}
+
+fn link_id(c: &mut postgres::Client, drug: &str, symptom: &str) -> Value {
+    let q = format!(r#"FIND(?l.id) WHERE {{ ?l ({{type: "Drug", name: "{drug}"}}, "treats", {{type: "Symptom", name: "{symptom}"}}) }}"#);
+    run(c, &q).as_array().and_then(|a| a.first()).cloned().unwrap_or(Value::Null)
+}
+
+#[test]
+fn repointed_links_keep_their_ids_and_higher_order_references() {
+    let mut c = medical("mrg");
+    run(
+        &mut c,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Source"} SET ATTRIBUTES { description: "A source" } }
+                    CONCEPT ?s { {type: "Symptom", name: "Toothache"} }
+                    CONCEPT ?asa { {type: "Drug", name: "ASA"} SET PROPOSITIONS { ("treats", ?s) ("treats", {type: "Symptom", name: "Fever"}) WITH METADATA { note: "asa" } } }
+                    CONCEPT ?who { {type: "Source", name: "WHO"} SET PROPOSITIONS {
+                        ("stated", ({type: "Drug", name: "ASA"}, "treats", {type: "Symptom", name: "Toothache"}))
+                        ("stated", ({type: "Drug", name: "ASA"}, "treats", {type: "Symptom", name: "Fever"})) } } }"#,
+    );
+    let toothache_link = link_id(&mut c, "ASA", "Toothache");
+    let aspirin_fever = link_id(&mut c, "Aspirin", "Fever");
+    let out = run(&mut c, &merge("ASA", "Aspirin"));
+    // Repointed: ASA→Toothache, and WHO's statement about the dropped
+    // ASA→Fever link (moved onto Aspirin→Fever). Deduplicated: ASA→Fever.
+    assert_eq!(out, json!({"merged": true, "links_repointed": 2, "links_deduplicated": 1, "attributes_filled": 0}));
+    assert_eq!(link_id(&mut c, "Aspirin", "Toothache"), toothache_link, "the repointed link kept its id");
+    assert_eq!(link_id(&mut c, "Aspirin", "Fever"), aspirin_fever, "the target's link survived the collision");
+    // WHO's statements now point at Aspirin's links: the repointed one by its
+    // old id, the deduplicated one moved onto the survivor.
+    let stated = run(&mut c, r#"FIND(?o) WHERE { ({type: "Source", name: "WHO"}, "stated", ?o) }"#);
+    let objects: Vec<&str> = stated.as_array().unwrap().iter().filter_map(|o| o["id"].as_str()).collect();
+    assert_eq!(objects.len(), 2, "{stated}");
+    assert!(objects.contains(&toothache_link.as_str().unwrap()) && objects.contains(&aspirin_fever.as_str().unwrap()), "{stated}");
+    let survivor = run(&mut c, r#"FIND(?l.metadata) WHERE { ?l ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Fever"}) }"#);
+    assert_eq!(survivor[0]["note"], "asa", "missing keys filled from the dropped link");
+    assert_eq!(survivor[0]["source"], "setup", "the survivor's own keys win");
+}
+
+#[test]
+fn provenance_chains_and_replays_say_already_merged() {
+    let mut c = medical("mrg");
+    run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET ATTRIBUTES { aliases: ["a1"] } } CONCEPT ?b { {type: "Drug", name: "B"} } CONCEPT ?x { {type: "Drug", name: "C"} } }"#);
+    run(&mut c, &merge("A", "B"));
+    run(&mut c, &merge("B", "C"));
+    let survivor = concept(&mut c, "Drug", "C");
+    assert_eq!(survivor["metadata"]["_merged_from"], json!(["Drug:A", "Drug:B"]));
+    assert_eq!(survivor["attributes"]["aliases"], json!(["a1", "A", "B"]));
+    assert!(!exists(&mut c, "Drug", "A") && !exists(&mut c, "Drug", "B"));
+    let e = error(&mut c, &merge("B", "C"));
+    assert_eq!(e["code"], "KIP_3002");
+    assert!(e["hint"].as_str().unwrap().contains("already"), "{e}");
+}
+
+#[test]
+fn a_link_between_source_and_target_collapses() {
+    let mut c = medical("mrg");
+    run(&mut c, r#"UPSERT { CONCEPT ?p { {type: "$PropositionType", name: "same_as"} SET ATTRIBUTES { description: "Same entity" } }
+                            CONCEPT ?d { {type: "Drug", name: "Acetylsalicylic acid"} SET PROPOSITIONS { ("same_as", {type: "Drug", name: "Aspirin"}) } } }"#);
+    let out = run(&mut c, &merge("Acetylsalicylic acid", "Aspirin"));
+    assert_eq!(out["links_deduplicated"], 1, "{out}");
+    assert_eq!(run(&mut c, r#"FIND(?l) WHERE { ?l (?a, "same_as", ?b) }"#), json!([]));
+}
+
+#[test]
+fn merge_requires_one_concept_per_side_and_unprotected_nodes() {
+    let mut c = medical("mrg");
+    assert_eq!(fails(&mut c, &merge("Nothing", "Aspirin")), "KIP_3002");
+    assert_eq!(fails(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Drug", name: "Aspirin"} ?t {type: "Symptom"} }"#), "KIP_3003");
+    assert_eq!(fails(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Person", name: "$system"} ?t {type: "Person", name: "$self"} }"#), "KIP_3004");
+    run(&mut c, r#"UPSERT { CONCEPT ?p { {type: "Person", name: "alice"} SET ATTRIBUTES { person_class: "Human" } } }"#);
+    assert_eq!(fails(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Person", name: "alice"} ?t {type: "Person", name: "$self"} }"#), "KIP_3004");
+    assert_eq!(fails(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Domain", name: "Unsorted"} ?t {type: "Domain", name: "Archived"} }"#), "KIP_3004");
+    assert!(exists(&mut c, "Person", "alice"));
+}

@@ -1,0 +1,79 @@
+//! UPDATE (RC10 §4.3): bulk mutation from the element's own state, skipped
+//! keys, LIMIT, protection, and no creation.
+
+use super::common::{concept, fails, medical, run};
+use serde_json::json;
+
+#[test]
+fn null_or_non_numeric_operands_skip_only_that_key() {
+    let mut c = medical("upd");
+    let out = run(
+        &mut c,
+        r#"UPDATE ?s SET ATTRIBUTES { score: ADD(?s.attributes.missing, 1), doubled: MUL(?s.name, 2), touched: true }
+           WHERE { ?s {type: "Symptom"} }"#,
+    );
+    assert_eq!(out, json!({"updated": 2, "matched": 2}));
+    let h = concept(&mut c, "Symptom", "Headache");
+    assert_eq!(h["attributes"], json!({"severity": "moderate", "touched": true}));
+    // Every key skipped: matched but not updated, and the version stays.
+    let v = h["metadata"]["_version"].clone();
+    let out = run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { score: ADD(?s.attributes.missing, 1) } WHERE { ?s {type: "Symptom"} }"#);
+    assert_eq!(out, json!({"updated": 0, "matched": 2}));
+    assert_eq!(concept(&mut c, "Symptom", "Headache")["metadata"]["_version"], v);
+}
+
+#[test]
+fn clamp_mul_and_coalesce_compute_from_the_element_itself() {
+    let mut c = medical("upd");
+    run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { weight: null } } }"#);
+    run(
+        &mut c,
+        r#"UPDATE ?d SET ATTRIBUTES {
+             risk_level: CLAMP(MUL(?d.attributes.risk_level, 10), 0, 5),
+             weight: COALESCE(?d.attributes.weight, 1.5),
+             seen_version: ?d.metadata._version,
+             label: ?d.name
+           } WHERE { ?d {type: "Drug", name: "Aspirin"} }"#,
+    );
+    let a = concept(&mut c, "Drug", "Aspirin");
+    assert_eq!(a["attributes"]["risk_level"], json!(5));
+    assert_eq!(a["attributes"]["weight"], json!(1.5));
+    assert_eq!(a["attributes"]["seen_version"], json!(2));
+    assert_eq!(a["attributes"]["label"], json!("Aspirin"));
+    assert_eq!(a["metadata"]["_version"], json!(3));
+}
+
+#[test]
+fn limit_caps_the_updated_elements() {
+    let mut c = medical("upd");
+    let out = run(&mut c, r#"UPDATE ?s SET METADATA { swept: true } WHERE { ?s {type: "Symptom"} } LIMIT 1"#);
+    assert_eq!(out, json!({"updated": 1, "matched": 1}));
+    let swept = run(&mut c, r#"FIND(COUNT(?s)) WHERE { ?s {type: "Symptom"} FILTER(?s.metadata.swept == true) }"#);
+    assert_eq!(swept, json!(1));
+}
+
+#[test]
+fn update_never_creates_and_reports_missing_identities() {
+    let mut c = medical("upd");
+    assert_eq!(fails(&mut c, r#"UPDATE ?x SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "Drug", name: "Nothing"} }"#), "KIP_3002");
+    let out = run(&mut c, r#"UPDATE ?x SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "Drug"} FILTER(?x.attributes.risk_level > 100) }"#);
+    assert_eq!(out, json!({"updated": 0, "matched": 0}));
+    assert_eq!(fails(&mut c, r#"UPDATE ?x SET METADATA { _merged_from: [] } WHERE { ?x {type: "Drug"} }"#), "KIP_2002");
+    assert_eq!(fails(&mut c, r#"UPDATE ?y SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "Drug"} }"#), "KIP_3001");
+    // Matching nothing because a name is misspelled is reported, not hidden.
+    assert_eq!(fails(&mut c, r#"UPDATE ?x SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "drug"} }"#), "KIP_2001");
+    assert_eq!(fails(&mut c, r#"UPDATE ?l SET METADATA { a: 1 } WHERE { ?l (?s, "Treats", ?o) }"#), "KIP_2001");
+}
+
+#[test]
+fn update_refuses_protected_structure_but_lets_self_evolve() {
+    let mut c = medical("upd");
+    assert_eq!(fails(&mut c, r#"UPDATE ?t SET ATTRIBUTES { reviewed: true } WHERE { ?t {type: "$ConceptType"} }"#), "KIP_3004");
+    assert_eq!(fails(&mut c, r#"UPDATE ?d SET METADATA { reviewed: true } WHERE { ?d {type: "Domain", name: "CoreSchema"} }"#), "KIP_3004");
+    assert_eq!(fails(&mut c, r#"UPDATE ?p SET ATTRIBUTES { core_directives: [] } WHERE { ?p {type: "Person", name: "$self"} }"#), "KIP_3004");
+    let out = run(&mut c, r#"UPDATE ?p SET ATTRIBUTES { persona: "curious" } WHERE { ?p {type: "Person", name: "$self"} }"#);
+    assert_eq!(out, json!({"updated": 1, "matched": 1}));
+    // Links are not protected: sweeping belongs_to_domain metadata is fine.
+    let out = run(&mut c, r#"UPDATE ?l SET METADATA { checked: true } WHERE { ?l (?s, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } LIMIT 3"#);
+    assert_eq!(out["updated"], 3);
+}

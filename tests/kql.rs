@@ -1,0 +1,472 @@
+//! KQL read path against a live server: hop walks (cycles, a 6-hop chain,
+//! alternatives), higher-order patterns, OPTIONAL / NOT / UNION scoping,
+//! JSON-typed FILTER semantics, aggregation, cursor pagination over 1,000
+//! rows, DESCRIBE, kip_explain, and every error code the read path returns.
+
+use kip_integration_tests::{connect, err_code, fresh_space, kip, ok};
+use postgres::Client;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// A fresh, bootstrapped space with the given UPSERT statements applied.
+fn space_with(setup: &[&str]) -> Client {
+    let mut c = connect();
+    fresh_space(&mut c, "kql");
+    for cmd in setup {
+        let out = kip(&mut c, cmd, json!({}));
+        assert!(out.get("error").is_none(), "setup failed: {cmd}\n{out}");
+    }
+    c
+}
+
+fn find(c: &mut Client, cmd: &str) -> Value {
+    ok(kip(c, cmd, json!({})))
+}
+
+fn names(v: &Value) -> BTreeSet<String> {
+    v.as_array().unwrap_or_else(|| panic!("expected an array, got {v}")).iter().map(|x| x.as_str().unwrap_or("<null>").to_string()).collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+const TYPES: &str = r#"UPSERT {
+  CONCEPT ?n { {type: "$ConceptType", name: "Node"} SET ATTRIBUTES { description: "test node" } }
+  CONCEPT ?p1 { {type: "$PropositionType", name: "next"} SET ATTRIBUTES { description: "chain link" } }
+  CONCEPT ?p2 { {type: "$PropositionType", name: "alt"} SET ATTRIBUTES { description: "other link" } }
+  CONCEPT ?p3 { {type: "$PropositionType", name: "stated"} SET ATTRIBUTES { description: "assertion" } }
+  CONCEPT ?p4 { {type: "$PropositionType", name: "supported_by"} SET ATTRIBUTES { description: "evidence" } }
+  CONCEPT ?t2 { {type: "$ConceptType", name: "Area"} SET ATTRIBUTES { description: "a grouping" } }
+  CONCEPT ?p5 { {type: "$PropositionType", name: "in_area"} SET ATTRIBUTES { description: "membership" } }
+}"#;
+
+fn chain(c: &mut Client, prefix: &str, len: usize, predicate: &str) {
+    let mut cmd = String::from("UPSERT {");
+    for i in 0..=len {
+        cmd.push_str(&format!(" CONCEPT ?n{i} {{ {{type: \"Node\", name: \"{prefix}{i}\"}} }}"));
+    }
+    for i in 0..len {
+        cmd.push_str(&format!(" PROPOSITION {{ (?n{i}, \"{predicate}\", ?n{}) }}", i + 1));
+    }
+    cmd.push('}');
+    ok(kip(c, &cmd, json!({})));
+}
+
+#[test]
+fn open_walks_terminate_on_cycles_without_duplicates() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "A", 2, "next"); // A0 -> A1 -> A2
+    ok(kip(&mut c, r#"UPSERT { PROPOSITION { ({type: "Node", name: "A2"}, "next", {type: "Node", name: "A0"}) } }"#, json!({})));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "A0"} (?a, "next"{1,}, ?x) }"#);
+    assert_eq!(r.as_array().unwrap().len(), 3, "each node once: {r}");
+    assert_eq!(names(&r), set(&["A0", "A1", "A2"]));
+    // Backward over the same cycle, and a bounded walk around it.
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { (?x, "next"{1,}, {type: "Node", name: "A1"}) }"#);
+    assert_eq!(names(&r), set(&["A0", "A1", "A2"]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "A0"} (?a, "next"{2,8}, ?x) }"#);
+    assert_eq!(r.as_array().unwrap().len(), 3);
+    // A two-node cycle on another predicate.
+    ok(kip(&mut c, r#"UPSERT { PROPOSITION { ({type: "Node", name: "A1"}, "alt", {type: "Node", name: "A2"}) } PROPOSITION { ({type: "Node", name: "A2"}, "alt", {type: "Node", name: "A1"}) } }"#, json!({})));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "A1"} (?a, "alt"{1,}, ?x) }"#);
+    assert_eq!(names(&r), set(&["A1", "A2"]));
+    assert_eq!(r.as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn six_hop_chain() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "N", 6, "next");
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "N0"} (?a, "next"{6}, ?x) }"#);
+    assert_eq!(r, json!(["N6"]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "N0"} (?a, "next"{1,6}, ?x) }"#);
+    assert_eq!(names(&r), set(&["N1", "N2", "N3", "N4", "N5", "N6"]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "N0"} (?a, "next"{7,9}, ?x) }"#);
+    assert_eq!(r, json!([]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { (?x, "next"{1,6}, {type: "Node", name: "N6"}) }"#);
+    assert_eq!(names(&r), set(&["N0", "N1", "N2", "N3", "N4", "N5"]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {type: "Node", name: "N0"} (?a, "next"{0,2}, ?x) } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["N0", "N1", "N2"]));
+    // Both ends grounded: a reachability test.
+    let r = find(&mut c, r#"FIND(?a.name) WHERE { ?a {type: "Node", name: "N0"} ?b {type: "Node", name: "N6"} (?a, "next"{1,}, ?b) }"#);
+    assert_eq!(r, json!(["N0"]));
+    // 6 hops spelled as six clauses give the same end.
+    let r = find(&mut c, r#"FIND(?g.name) WHERE { ?a {type: "Node", name: "N0"} (?a, "next", ?b) (?b, "next", ?c2) (?c2, "next", ?d) (?d, "next", ?e) (?e, "next", ?f) (?f, "next", ?g) }"#);
+    assert_eq!(r, json!(["N6"]));
+}
+
+#[test]
+fn hops_combine_with_alternatives() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "M", 3, "next");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?s { {type: "Node", name: "S"} SET PROPOSITIONS { ("alt", {type: "Node", name: "M0"}) ("next", {type: "Node", name: "M1"}) } } }"#, json!({})));
+    // Alternatives pick the first link, the walk continues from it.
+    let r = find(&mut c, r#"FIND(?y.name, ?z.name) WHERE { ?s {type: "Node", name: "S"} (?s, "alt" | "next", ?y) (?y, "next"{1,2}, ?z) } ORDER BY ?y.name ASC, ?z.name ASC"#);
+    assert_eq!(r, json!([["M0", "M0", "M1", "M1"], ["M1", "M2", "M2", "M3"]]));
+    // A walk feeding an alternatives clause.
+    let r = find(&mut c, r#"FIND(?s.name) WHERE { ?m {type: "Node", name: "M0"} (?m, "next"{0,1}, ?y) (?s, "alt" | "next", ?y) FILTER(?s.name == "S") }"#);
+    assert_eq!(r, json!(["S"]));
+}
+
+#[test]
+fn higher_order_propositions_match_as_subject_and_object() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?d { {type: "Node", name: "Aspirin"} }
+          CONCEPT ?s { {type: "Node", name: "Headache"} }
+          CONCEPT ?u { {type: "Node", name: "John"} }
+          CONCEPT ?e { {type: "Node", name: "Study42"} }
+          PROPOSITION ?fact { (?d, "next", ?s) }
+          PROPOSITION ?st { (?u, "stated", ?fact) } WITH METADATA { confidence: 0.7 }
+          PROPOSITION ?sup { (?fact, "supported_by", ?e) }
+        }"#,
+    ]);
+    let r = find(&mut c, r#"FIND(?u.name, ?d.name) WHERE { (?u, "stated", (?d, "next", {type: "Node", name: "Headache"})) }"#);
+    assert_eq!(r, json!([["John"], ["Aspirin"]]));
+    let r = find(&mut c, r#"FIND(?e.name) WHERE { ((?d, "next", ?s), "supported_by", ?e) }"#);
+    assert_eq!(r, json!(["Study42"]));
+    let r = find(
+        &mut c,
+        r#"FIND(?st.metadata.confidence) WHERE { ?fact ({type: "Node", name: "Aspirin"}, "next", {type: "Node", name: "Headache"}) ?st ({type: "Node", name: "John"}, "stated", ?fact) }"#,
+    );
+    assert_eq!(r, json!([0.7]));
+    // An endpoint variable bound to a link projects the link.
+    let r = find(&mut c, r#"FIND(?x) WHERE { (?u, "stated", ?x) }"#);
+    assert_eq!(r[0]["_type"], json!("PropositionLink"));
+    assert_eq!(r[0]["predicate"], json!("next"));
+    // Predicate variables unify and can be filtered.
+    let r = find(&mut c, r#"FIND(?p, ?o.name) WHERE { ?a {type: "Node", name: "Aspirin"} (?a, ?p, ?o) FILTER(?p != "alt") }"#);
+    assert_eq!(r, json!([["next"], ["Headache"]]));
+    let r = find(&mut c, r#"FIND(?o) WHERE { ?x {type: "Node", name: "John"} (?x, ?p, ?o) (?f, ?p, {type: "Node", name: "Headache"}) }"#);
+    assert_eq!(r, json!([]));
+    // A link by id, and a bare id endpoint.
+    let link = find(&mut c, r#"FIND(?l.id) WHERE { ?l ({type: "Node", name: "John"}, "stated", ?f) }"#);
+    let id = link[0].as_str().unwrap().to_string();
+    let r = ok(kip(&mut c, r#"FIND(?l.predicate) WHERE { ?l (id: :id) }"#, json!({"id": id})));
+    assert_eq!(r, json!(["stated"]));
+}
+
+#[test]
+fn optional_not_union_scoping() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Node", name: "a"} }
+          CONCEPT ?b { {type: "Node", name: "b"} }
+          CONCEPT ?c { {type: "Node", name: "c"} }
+          PROPOSITION { (?a, "next", ?b) }
+          PROPOSITION { (?b, "alt", ?c) }
+        }"#,
+    ]);
+    // NOT: inner variables are private.
+    let r = kip(&mut c, r#"FIND(?y) WHERE { ?x {type: "Node"} NOT { (?x, "next", ?y) } }"#, json!({}));
+    assert_eq!(err_code(&r), "KIP_3001");
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} NOT { (?x, "next", ?y) } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["b", "c"]));
+    // NOT sees outer bindings, including ones bound after it in the block.
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { NOT { (?x, "alt", ?z) } ?x {type: "Node"} } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["a", "c"]));
+    // OPTIONAL: inner variables visible, null on a miss, IS_NULL true.
+    let r = find(&mut c, r#"FIND(?x.name, ?y.name) WHERE { ?x {type: "Node"} OPTIONAL { (?x, "next", ?y) } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!([["a", "b", "c"], ["b", null, null]]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} OPTIONAL { (?x, "next", ?y) } FILTER(IS_NULL(?y)) } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["b", "c"]));
+    // Nested: NOT inside OPTIONAL, OPTIONAL inside UNION.
+    let r = find(&mut c, r#"FIND(?x.name, ?y.name) WHERE { ?x {type: "Node"} OPTIONAL { (?x, ?p, ?y) NOT { (?y, "alt", ?w) } } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!([["a", "b", "c"], [null, "c", null]]));
+    let r = find(&mut c, r#"FIND(?x.name, ?y.name) WHERE { ?x {name: "a"} UNION { ?x {name: "b"} OPTIONAL { (?x, "alt", ?y) } } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!([["a", "b"], [null, "c"]]));
+    // UNION: an independent scope — the outer ?x does not constrain the branch.
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {name: "a"} UNION { ?x {name: "c"} } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["a", "c"]));
+    let r = find(&mut c, r#"FIND(?x.name, ?z.name) WHERE { ?x {name: "a"} UNION { ?z {name: "c"} } }"#);
+    assert_eq!(r, json!([["a", null], [null, "c"]]));
+    // Duplicates across branches collapse.
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {name: "a"} UNION { ?x {type: "Node"} FILTER(?x.name == "a") } }"#);
+    assert_eq!(r, json!(["a"]));
+}
+
+#[test]
+fn filter_compares_json_types_strictly() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Node", name: "num"} SET ATTRIBUTES { x: 5, t: "2025-03-01T00:00:00Z", tag: ["red", "blue"] } }
+          CONCEPT ?b { {type: "Node", name: "str"} SET ATTRIBUTES { x: "5", t: "2024-12-31T23:59:59Z" } }
+          CONCEPT ?c { {type: "Node", name: "bool"} SET ATTRIBUTES { x: true } }
+          CONCEPT ?d { {type: "Node", name: "null"} SET ATTRIBUTES { x: null } }
+          CONCEPT ?e { {type: "Node", name: "none"} }
+          CONCEPT ?f { {type: "Node", name: "big"} SET ATTRIBUTES { x: 10.5 } }
+        }"#,
+    ]);
+    let q = |c: &mut Client, f: &str| names(&find(c, &format!(r#"FIND(?n.name) WHERE {{ ?n {{type: "Node"}} FILTER({f}) }}"#)));
+    assert_eq!(q(&mut c, "?n.attributes.x > 3"), set(&["num", "big"]));
+    assert_eq!(q(&mut c, "?n.attributes.x < 10"), set(&["num"]));
+    assert_eq!(q(&mut c, r#"?n.attributes.x == "5""#), set(&["str"]));
+    assert_eq!(q(&mut c, "?n.attributes.x == 5"), set(&["num"]));
+    assert_eq!(q(&mut c, r#"?n.attributes.x != "5""#), set(&[]));
+    assert_eq!(q(&mut c, "?n.attributes.x == true"), set(&["bool"]));
+    assert_eq!(q(&mut c, "?n.attributes.x > false"), set(&["bool"]));
+    assert_eq!(q(&mut c, "?n.attributes.x == null"), set(&["null", "none"]));
+    assert_eq!(q(&mut c, "IS_NULL(?n.attributes.x)"), set(&["null", "none"]));
+    assert_eq!(q(&mut c, "!(?n.attributes.x > 3)"), set(&["str", "bool", "null", "none"]));
+    assert_eq!(q(&mut c, r#"?n.attributes.t > "2025-01-01T00:00:00Z""#), set(&["num"]));
+    assert_eq!(q(&mut c, r#"?n.name >= "o""#), set(&["str"]));
+    assert_eq!(q(&mut c, r#"?n.name < 5"#), set(&[]));
+    assert_eq!(q(&mut c, r#"IN(?n.attributes.x, [5, "x", true])"#), set(&["num", "bool"]));
+    assert_eq!(q(&mut c, r#"CONTAINS(?n.attributes.tag, "red")"#), set(&["num"]));
+    assert_eq!(q(&mut c, r#"STARTS_WITH(?n.name, "n") && ENDS_WITH(?n.name, "e")"#), set(&["none"]));
+    assert_eq!(q(&mut c, r#"REGEX(?n.name, "^(num|str)$")"#), set(&["num", "str"]));
+    // Cross-variable comparison: same types only.
+    let r = find(&mut c, r#"FIND(?a.name, ?b.name) WHERE { ?a {type: "Node"} ?b {type: "Node"} FILTER(?a.attributes.x < ?b.attributes.x) }"#);
+    assert_eq!(r, json!([["num"], ["big"]]));
+    // Whole objects are not comparable.
+    let r = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} FILTER(?n.attributes == 1) }"#, json!({}));
+    assert_eq!(err_code(&r), "KIP_1001");
+}
+
+#[test]
+fn aggregation_groups_and_counts_optional_misses_as_zero() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?d1 { {type: "Area", name: "D1"} }
+          CONCEPT ?d2 { {type: "Area", name: "D2"} }
+          CONCEPT ?a { {type: "Node", name: "a"} SET ATTRIBUTES { v: 1 } SET PROPOSITIONS { ("in_area", ?d1) } }
+          CONCEPT ?b { {type: "Node", name: "b"} SET ATTRIBUTES { v: 3 } SET PROPOSITIONS { ("in_area", ?d1) } }
+        }"#,
+    ]);
+    let r = find(&mut c, r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Area", name: "D1"} OPTIONAL { (?n, "in_area", ?d) } }"#);
+    assert_eq!(r, json!([["D1"], [2]]));
+    let r = find(&mut c, r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Area"} OPTIONAL { (?n, "in_area", ?d) } } ORDER BY COUNT(?n) ASC"#);
+    assert_eq!(r, json!([["D2", "D1"], [0, 2]]));
+    let r = find(&mut c, r#"FIND(SUM(?n.attributes.v), AVG(?n.attributes.v), MIN(?n.attributes.v), MAX(?n.attributes.v), COUNT(DISTINCT ?n.attributes.v)) WHERE { ?n {type: "Node"} }"#);
+    assert_eq!(r, json!([4, 2.0, 1, 3, 2]));
+    let r = find(&mut c, r#"FIND(COUNT(?n)) WHERE { ?n {type: "Node", name: "zzz"} }"#);
+    assert_eq!(r, json!(0));
+}
+
+#[test]
+fn cursor_pagination_returns_every_row_once() {
+    let mut c = space_with(&[TYPES]);
+    let mut cmd = String::from("UPSERT {");
+    for i in 0..1000 {
+        cmd.push_str(&format!(" CONCEPT ?n{i} {{ {{type: \"Node\", name: \"row{i:04}\"}} SET ATTRIBUTES {{ bucket: {} }} }}", i % 7));
+    }
+    cmd.push('}');
+    ok(kip(&mut c, &cmd, json!({})));
+    for query in [
+        r#"FIND(?n.name) WHERE { ?n {type: "Node"} } LIMIT :limit"#,
+        r#"FIND(?n.name, ?n.attributes.bucket) WHERE { ?n {type: "Node"} } ORDER BY ?n.attributes.bucket DESC LIMIT :limit"#,
+    ] {
+        let mut seen = BTreeSet::new();
+        let mut total = 0;
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let (cmd, params) = match &cursor {
+                Some(t) => (format!("{query} CURSOR :cursor"), json!({"limit": 90, "cursor": t})),
+                None => (query.to_string(), json!({"limit": 90})),
+            };
+            let out = kip(&mut c, &cmd, params);
+            let page = ok(out.clone());
+            for row in page.as_array().unwrap() {
+                let name = if row.is_array() { row[0].clone() } else { row.clone() };
+                seen.insert(name.as_str().unwrap().to_string());
+                total += 1;
+            }
+            pages += 1;
+            match out.get("next_cursor").and_then(Value::as_str) {
+                Some(t) => cursor = Some(t.to_string()),
+                None => break,
+            }
+        }
+        assert_eq!((total, seen.len(), pages), (1000, 1000, 12), "{query}");
+    }
+    // Tokens are bound to their query and tamper-evident.
+    let out = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} } LIMIT 10"#, json!({}));
+    let token = out["next_cursor"].as_str().unwrap().to_string();
+    let other = kip(&mut c, r#"FIND(?n.type) WHERE { ?n {type: "Node"} } LIMIT 10 CURSOR :c"#, json!({"c": token}));
+    assert_eq!(err_code(&other), "KIP_1001");
+    let mut bad = token.clone();
+    bad.replace_range(2..3, if &token[2..3] == "A" { "B" } else { "A" });
+    let tampered = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} } LIMIT 10 CURSOR :c"#, json!({"c": bad}));
+    assert_eq!(err_code(&tampered), "KIP_1001");
+    let same = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} } LIMIT 10 CURSOR :c"#, json!({"c": token}));
+    assert_eq!(ok(same).as_array().unwrap().len(), 10);
+    // No next_cursor when the page is the last one.
+    let out = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} FILTER(?n.name < "row0005") } LIMIT 5"#, json!({}));
+    assert!(out.get("next_cursor").is_none(), "{out}");
+}
+
+#[test]
+fn describe_lists_and_definitions() {
+    let mut c = space_with(&[TYPES]);
+    let types = ok(kip(&mut c, "DESCRIBE CONCEPT TYPES LIMIT 1000", json!({})));
+    assert!(names(&types).contains("Node"), "{types}");
+    let preds = ok(kip(&mut c, "DESCRIBE PROPOSITION TYPES", json!({})));
+    assert!(names(&preds).contains("next"));
+    let page = kip(&mut c, "DESCRIBE CONCEPT TYPES LIMIT 1", json!({}));
+    let token = page["next_cursor"].as_str().expect("next_cursor").to_string();
+    let next = ok(kip(&mut c, "DESCRIBE CONCEPT TYPES LIMIT 1 CURSOR :c", json!({"c": token})));
+    assert_ne!(ok(page), next);
+    let node = ok(kip(&mut c, r#"DESCRIBE CONCEPT TYPE "Node""#, json!({})));
+    assert_eq!(node["name"], json!("Node"));
+    assert_eq!(node["attributes"]["description"], json!("test node"));
+    assert_eq!(err_code(&kip(&mut c, r#"DESCRIBE PROPOSITION TYPE "nope""#, json!({}))), "KIP_3002");
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    assert!(primer.get("domain_map").is_some() && primer.get("total_domains").is_some(), "{primer}");
+    assert!(ok(kip(&mut c, "DESCRIBE DOMAINS", json!({}))).is_array());
+}
+
+#[test]
+fn read_path_error_codes() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "E", 6, "next");
+    chain(&mut c, "F", 6, "alt");
+    let code = |c: &mut Client, cmd: &str| err_code(&kip(c, cmd, json!({})));
+    // KIP_1001: syntax, malformed cursor, invalid regex, unanchored walk, bad id, bad comparison.
+    assert_eq!(code(&mut c, "FIND(?x WHERE {"), "KIP_1001");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} } LIMIT 1 CURSOR "zzzz""#), "KIP_1001");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(REGEX(?x.name, "(")) }"#), "KIP_1001");
+    assert_eq!(code(&mut c, r#"FIND(?a.name) WHERE { (?a, "next"{1,3}, ?b) }"#), "KIP_1001");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {id: "X:1"} }"#), "KIP_1001");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?x.metadata > 1) }"#), "KIP_1001");
+    assert_eq!(code(&mut c, r#"FIND(?p) WHERE { ?x {name: "E0"} (?x, ?p, ?y) (?p, "next", ?y) }"#), "KIP_1001");
+    // KIP_3001: unbound variable in FIND, ORDER BY or FILTER.
+    assert_eq!(code(&mut c, r#"FIND(?nope) WHERE { ?x {type: "Node"} }"#), "KIP_3001");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} } ORDER BY ?nope.name"#), "KIP_3001");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?nope.name == "a") }"#), "KIP_3001");
+    // KIP_3002: dangling ids, unknown type definitions.
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {id: "C:999999999"} }"#), "KIP_3002");
+    assert_eq!(code(&mut c, r#"FIND(?l) WHERE { ?l (id: "P:999999999:next") }"#), "KIP_3002");
+    assert_eq!(code(&mut c, r#"FIND(?x) WHERE { (?x, "next", "C:999999999") }"#), "KIP_3002");
+    assert_eq!(code(&mut c, r#"DESCRIBE CONCEPT TYPE "NoSuchType""#), "KIP_3002");
+    // KIP_4002: hop bounds beyond kip.max_hops, an open walk that would go
+    // deeper, and an unanchored scan of a large space.
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?a {name: "E0"} (?a, "next"{1,50}, ?x) }"#), "KIP_4002");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?a {name: "E0"} (?a, "next"{60,}, ?x) }"#), "KIP_4002");
+    c.batch_execute("SET kip.max_hops = 3").unwrap();
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?a {name: "E0"} (?a, "next"{1,}, ?x) }"#), "KIP_4002");
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?a {name: "E4"} (?a, "next"{1,}, ?x) }"#);
+    assert_eq!(names(&r), set(&["E5", "E6"]));
+    c.batch_execute("RESET kip.max_hops; SET kip.max_limit = 1").unwrap();
+    assert_eq!(code(&mut c, r#"FIND(?p) WHERE { (?s, ?p, ?o) }"#), "KIP_4002");
+    c.batch_execute("RESET kip.max_limit").unwrap();
+    assert!(find(&mut c, r#"FIND(COUNT(?l)) WHERE { ?l (?s, ?p, ?o) }"#).as_u64().unwrap() >= 12);
+    // KIP_4001: statement timeout.
+    let mut cmd = String::from("UPSERT {");
+    for i in 0..400 {
+        cmd.push_str(&format!(" CONCEPT ?n{i} {{ {{type: \"Node\", name: \"t{i}\"}} }}"));
+    }
+    cmd.push('}');
+    ok(kip(&mut c, &cmd, json!({})));
+    c.batch_execute("SET statement_timeout = '200ms'").unwrap();
+    assert_eq!(code(&mut c, r#"FIND(COUNT(?a)) WHERE { ?a {type: "Node"} ?b {type: "Node"} ?d {type: "Node"} FILTER(?a.name != ?b.name && ?b.name != ?d.name) }"#), "KIP_4001");
+    c.batch_execute("RESET statement_timeout").unwrap();
+}
+
+#[test]
+fn explain_shows_sql_and_an_index_plan() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "X", 2, "next");
+    let text: String = c
+        .query_one("SELECT kip_explain($1, '{}'::jsonb)", &[&r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "X0"} (?x, "next", ?y) }"#])
+        .unwrap()
+        .get(0);
+    assert!(text.contains("-- SQL") && text.contains("-- plan"), "{text}");
+    assert!(text.contains("kip.propositions"), "{text}");
+    let text: String = c.query_one("SELECT kip_explain('UPSERT { }')", &[]).unwrap().get(0);
+    assert!(text.starts_with("KIP_1001"), "{text}");
+}
+
+/// `:name` placeholders of a Brain prompt query, with plausible values.
+fn sample_params(cmd: &str) -> Value {
+    let mut params = serde_json::Map::new();
+    let bytes = cmd.as_bytes();
+    for (i, _) in cmd.match_indices(':') {
+        let prev = if i == 0 { b' ' } else { bytes[i - 1] };
+        if prev.is_ascii_alphanumeric() || prev == b'"' || prev == b'_' {
+            continue;
+        }
+        let name: String = cmd[i + 1..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if name.is_empty() || !name.chars().next().unwrap().is_ascii_alphabetic() {
+            continue;
+        }
+        let v = if name.contains("limit") {
+            json!(10)
+        } else if ["date", "time", "cutoff", "_at", "since", "until", "now"].iter().any(|k| name.contains(k)) {
+            json!("2025-01-01T00:00:00Z")
+        } else if ["threshold", "score", "confidence", "factor"].iter().any(|k| name.contains(k)) {
+            json!(0.5)
+        } else if name == "type" {
+            json!("Person")
+        } else if name.contains("predicate") {
+            json!("belongs_to_domain")
+        } else {
+            json!("Alice")
+        };
+        params.insert(name, v);
+    }
+    Value::Object(params)
+}
+
+/// Every FIND in the Brain Recall / Maintenance / Formation prompts runs
+/// without error on a bootstrapped space holding sample memories.
+#[test]
+fn brain_prompt_finds_execute() {
+    let Some(shared) = kip_integration_tests::shared_dir() else {
+        println!("../shared absent: skipped");
+        return;
+    };
+    let mut c = connect();
+    fresh_space(&mut c, "brain");
+    let caps = shared.join("reference/capsules-rc10");
+    for f in ["Genesis.kip", "Person.kip", "Event.kip", "Insight.kip", "Preference.kip", "Commitment.kip", "SleepTask.kip", "persons/self.kip", "persons/system.kip"] {
+        if let Ok(text) = std::fs::read_to_string(caps.join(f)) {
+            let out = kip(&mut c, &text, json!({}));
+            assert!(out.get("error").is_none(), "{f}: {out}");
+        }
+    }
+    let memories = r#"UPSERT {
+      CONCEPT ?d { {type: "Domain", name: "Projects"} SET ATTRIBUTES { description: "Work projects" } }
+      CONCEPT ?alice { {type: "Person", name: "Alice"} SET ATTRIBUTES { person_class: "Human", interaction_summary: {} } SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+      CONCEPT ?e { {type: "Event", name: "Conversation with Alice 2025-06-01"}
+        SET ATTRIBUTES { event_class: "Conversation", start_time: "2025-06-01T10:00:00Z", content_summary: "Planned Aurora", participants: ["Alice"] }
+        SET PROPOSITIONS { ("belongs_to_domain", ?d) ("involves", ?alice) ("mentions", ?alice) } }
+      CONCEPT ?c { {type: "Commitment", name: "Send Alice the report"} SET ATTRIBUTES { status: "pending", due_at: "2025-06-05T00:00:00Z", beneficiary: "Alice" } SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+    } WITH METADATA { source: "test", author: "$self", confidence: 0.9, created_at: "2025-06-01T10:00:00Z" }"#;
+    let out = kip(&mut c, memories, json!({}));
+    assert!(out.get("error").is_none(), "memories: {out}");
+    let mut total = 0;
+    for file in ["BrainRecall.md", "BrainMaintenance.md", "BrainFormation.md"] {
+        let text = std::fs::read_to_string(shared.join("reference/brain").join(file)).unwrap();
+        for block in text.split("```prolog").skip(1) {
+            let block = block.split("```").next().unwrap_or("");
+            let mut current: Option<String> = None;
+            let mut statements = Vec::new();
+            for line in block.lines() {
+                let t = line.trim_start();
+                let starts = ["FIND", "UPSERT", "UPDATE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT", "MERGE"]
+                    .iter()
+                    .any(|k| t.starts_with(k) && t[k.len()..].starts_with(|c: char| c == '(' || c == ' '));
+                if starts {
+                    statements.extend(current.take());
+                    current = Some(String::new());
+                }
+                if let Some(s) = current.as_mut() {
+                    s.push_str(line);
+                    s.push('\n');
+                }
+            }
+            statements.extend(current);
+            for s in statements.iter().filter(|s| s.trim_start().starts_with("FIND")) {
+                total += 1;
+                let out = kip(&mut c, s, sample_params(s));
+                assert!(out.get("error").is_none(), "{file}: {s}\nparams {}\n=> {out}", sample_params(s));
+            }
+        }
+    }
+    assert!(total >= 40, "found only {total} FIND commands");
+}
