@@ -38,3 +38,4 @@ impl Params {
         &self.values
     }
 
+}
