@@ -22,7 +22,7 @@ fn single_command_returns_result_or_error_object() {
     let out = kip(&mut c, "FIND(?x WHERE {", json!({}));
     assert_eq!(err_code(&out), "KIP_1001");
     let e = out["error"].as_object().unwrap();
-    assert!(e["message"].as_str().unwrap().contains("1:"), "syntax errors say where: {out}");
+    assert!(e["message"].as_str().unwrap().contains("line 1"), "syntax errors say where: {out}");
     assert!(!out.as_object().unwrap().contains_key("result"));
 }
 
@@ -48,7 +48,7 @@ fn batch_continues_after_read_and_syntax_errors() {
         &mut c,
         json!({"commands": [
             "FIND(?d.name WHERE",                                   // syntax error: inline
-            r#"FIND(?x.name) WHERE { ?x {type: "NoSuchType"} }"#,   // read error: inline
+            r#"FIND(?x.name) WHERE { ?x {id: "C:999999999999"} }"#, // read error (KIP_3002): inline
             {"command": r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, "parameters": {"n": "Aspirin"}},
             find_drugs()
         ]}),

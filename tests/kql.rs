@@ -243,8 +243,10 @@ fn aggregation_groups_and_counts_optional_misses_as_zero() {
     assert_eq!(r, json!([["D2", "D1"], [0, 2]]));
     let r = find(&mut c, r#"FIND(SUM(?n.attributes.v), AVG(?n.attributes.v), MIN(?n.attributes.v), MAX(?n.attributes.v), COUNT(DISTINCT ?n.attributes.v)) WHERE { ?n {type: "Node"} }"#);
     assert_eq!(r, json!([4, 2.0, 1, 3, 2]));
-    let r = find(&mut c, r#"FIND(COUNT(?n)) WHERE { ?n {type: "Node", name: "zzz"} }"#);
+    let r = find(&mut c, r#"FIND(COUNT(?n)) WHERE { ?n {type: "Node"} FILTER(?n.name == "zzz") }"#);
     assert_eq!(r, json!(0));
+    // A named concept that does not exist is not an empty match but KIP_3002.
+    assert_eq!(err_code(&kip(&mut c, r#"FIND(COUNT(?n)) WHERE { ?n {type: "Node", name: "zzz"} }"#, json!({}))), "KIP_3002");
 }
 
 #[test]
@@ -400,7 +402,7 @@ fn sample_params(cmd: &str) -> Value {
             json!("2025-01-01T00:00:00Z")
         } else if ["threshold", "score", "confidence", "factor"].iter().any(|k| name.contains(k)) {
             json!(0.5)
-        } else if name == "type" {
+        } else if name == "type" || name.ends_with("_type") {
             json!("Person")
         } else if name.contains("predicate") {
             json!("belongs_to_domain")

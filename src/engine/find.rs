@@ -43,7 +43,32 @@ pub(crate) fn literal<T: Clone>(arg: &Option<kip_lang::ast::Bindable<T>>) -> Res
     }
 }
 
+/// A top-level `?x {type: "T", name: "n"}` clause names one concept: when it
+/// does not exist the query is `KIP_3002`, as the reference engines answer
+/// (kip-conformance: "the deleted concept is gone"). Partial selectors
+/// (`{type}`, `{name}`) and clauses inside OPTIONAL / NOT / UNION just match
+/// nothing.
+fn require_named_concepts(q: &FindQuery, ctx: &Ctx) -> Result<(), KipError> {
+    use kip_lang::ast::{Bindable, ConceptSelector, WhereClause};
+    for clause in &q.where_clauses {
+        let WhereClause::Concept { selector: ConceptSelector::TypeName { type_name: Bindable::Lit(t), name: Bindable::Lit(n) }, .. } = clause else {
+            continue;
+        };
+        let found = spi::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3)",
+            &[ctx.space.param(), crate::exec::SqlParam::Text(t.clone()), crate::exec::SqlParam::Text(n.clone())],
+            Access::ReadOnly,
+        )?;
+        if found != Value::Bool(true) {
+            return Err(KipError::new(ErrorCode::NotFound, format!("concept {{type: {t:?}, name: {n:?}}} does not exist in this memory space"))
+                .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names."));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
+    require_named_concepts(q, ctx)?;
     let limit = page_size(literal(&q.limit)?);
     let shape = query_shape(q, ctx);
     let offset = match literal(&q.cursor)? {

@@ -1,0 +1,92 @@
+//! SEARCH (RC10 §5.2): keyword grounding with a normalized `_score`,
+//! WITH TYPE, THRESHOLD, LIMIT, and semantic/hybrid degrading to keyword.
+
+use kip_integration_tests::{connect, err_code, fresh_space, kip, kip_readonly, ok};
+use serde_json::{json, Value};
+
+fn setup(c: &mut postgres::Client) {
+    fresh_space(c, "search");
+    ok(kip(
+        c,
+        r#"UPSERT {
+          CONCEPT ?drug { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A medication." } }
+          CONCEPT ?sym { {type: "$ConceptType", name: "Symptom"} SET ATTRIBUTES { description: "A symptom." } }
+          CONCEPT ?treats { {type: "$PropositionType", name: "treats"}
+            SET ATTRIBUTES { description: "A drug relieves or cures a symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+        }"#,
+        json!({}),
+    ));
+    ok(kip(
+        c,
+        r#"UPSERT {
+          CONCEPT ?h { {type: "Symptom", name: "Headache"} SET ATTRIBUTES { description: "Pain in the head." } }
+          CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { aliases: ["acetylsalicylic acid", "ASA"] }
+                       SET PROPOSITIONS { ("treats", ?h) } }
+          CONCEPT ?i { {type: "Drug", name: "Ibuprofen"} SET PROPOSITIONS { ("treats", ?h) } }
+        }"#,
+        json!({}),
+    ));
+}
+
+fn names(hits: &Value) -> Vec<String> {
+    hits.as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap_or("").to_string()).collect()
+}
+
+fn scores(hits: &Value) -> Vec<f64> {
+    hits.as_array().unwrap().iter().map(|h| h["metadata"]["_score"].as_f64().unwrap()).collect()
+}
+
+#[test]
+fn exact_alias_fuzzy_and_description_hits_are_ranked() {
+    let mut c = connect();
+    setup(&mut c);
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "aspirin" LIMIT 5"#, json!({})));
+    assert_eq!(names(&hits)[0], "Aspirin", "{hits}");
+    assert_eq!(scores(&hits)[0], 1.0);
+    assert_eq!(hits[0]["_type"], "ConceptNode");
+    // Alias, typo and description matches.
+    assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "acetylsalicylic acid""#, json!({}))))[0], "Aspirin");
+    assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "ibuprofn""#, json!({}))))[0], "Ibuprofen");
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "pain""#, json!({})));
+    assert!(names(&hits).contains(&"Headache".to_string()), "{hits}");
+    // Scores are in [0, 1] and descending.
+    let s = scores(&hits);
+    assert!(s.iter().all(|x| (0.0..=1.0).contains(x)) && s.windows(2).all(|w| w[0] >= w[1]), "{hits}");
+    // Nothing like it: an honest miss.
+    assert_eq!(ok(kip(&mut c, r#"SEARCH CONCEPT "zzqxv""#, json!({}))), json!([]));
+}
+
+#[test]
+fn with_type_threshold_limit_and_modes() {
+    let mut c = connect();
+    setup(&mut c);
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "Aspirin" WITH TYPE "Symptom""#, json!({})));
+    assert!(!names(&hits).contains(&"Aspirin".to_string()), "{hits}");
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT :t WITH TYPE :ty LIMIT :n"#, json!({"t": "aspirin", "ty": "Drug", "n": 1})));
+    assert_eq!(names(&hits), vec!["Aspirin"]);
+    let weak = ok(kip(&mut c, r#"SEARCH CONCEPT "ibuprofn" THRESHOLD 0.99"#, json!({})));
+    assert_eq!(weak, json!([]));
+    for mode in ["keyword", "semantic", "hybrid"] {
+        let hits = ok(kip(&mut c, &format!(r#"SEARCH CONCEPT "aspirin" MODE "{mode}""#), json!({})));
+        assert_eq!(names(&hits)[0], "Aspirin", "{mode}: {hits}");
+    }
+    assert_eq!(err_code(&kip(&mut c, r#"SEARCH CONCEPT "  ""#, json!({}))), "KIP_1001");
+    // Available on the read-only entry point.
+    assert_eq!(names(&ok(kip_readonly(&mut c, r#"SEARCH CONCEPT "aspirin""#, json!({}))))[0], "Aspirin");
+}
+
+#[test]
+fn search_propositions_by_predicate_and_its_description() {
+    let mut c = connect();
+    setup(&mut c);
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" LIMIT 10"#, json!({})));
+    let arr = hits.as_array().unwrap();
+    assert_eq!(arr.len(), 2, "{hits}");
+    assert!(arr.iter().all(|h| h["_type"] == "PropositionLink" && h["predicate"] == "treats"));
+    assert!(arr.iter().all(|h| h["metadata"]["_score"].as_f64().unwrap() == 1.0));
+    // The predicate's definition describes it as relieving symptoms.
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "relieves" WITH TYPE "treats""#, json!({})));
+    assert_eq!(hits.as_array().unwrap().len(), 2, "{hits}");
+    let none = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" WITH TYPE "causes""#, json!({})));
+    assert_eq!(none, json!([]));
+}
