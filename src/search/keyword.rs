@@ -37,17 +37,38 @@ fn like_pattern(term: &str) -> String {
     format!("('%' || replace(replace(replace({term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')")
 }
 
-pub fn concepts(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
-    let mut p = Params::new();
-    let space = p.text(ctx.space.name());
-    let term = p.text(q.term);
+/// The bound pieces both searches share: placeholders for the space, the
+/// term, the type restriction (on `type_column`), threshold and limit.
+struct Bound {
+    params: Params,
+    space: String,
+    term: String,
+    like: String,
+    type_filter: String,
+    threshold: String,
+    limit: String,
+}
+
+fn bind(q: &Query, ctx: &Ctx, type_column: &str) -> Bound {
+    let mut params = Params::new();
+    let space = params.text(ctx.space.name());
+    let term = params.text(q.term);
     let type_filter = match q.with_type {
-        Some(t) => format!("AND c.type = {}", p.text(t)),
+        Some(t) => format!("AND {type_column} = {}", params.text(t)),
         None => String::new(),
     };
-    let threshold = p.push(crate::exec::SqlParam::Float(q.threshold));
-    let limit = p.int(q.limit);
+    let threshold = params.push(crate::exec::SqlParam::Float(q.threshold));
+    let limit = params.int(q.limit);
     let like = like_pattern(&term);
+    Bound { params, space, term, like, type_filter, threshold, limit }
+}
+
+fn run(sql: &str, params: &Params, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
+    Ok(spi::query(sql, params.values(), ctx.access)?.into_iter().filter_map(|mut r| r.pop()).collect())
+}
+
+pub fn concepts(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
+    let Bound { params, space, term, like, type_filter, threshold, limit } = bind(q, ctx, "c.type");
     let sql = format!(
         "WITH q AS (SELECT plainto_tsquery('simple', {term}) AS ts),
          hits AS (
@@ -71,20 +92,11 @@ pub fn concepts(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
          LIMIT {limit}",
         json = concept_json("h"),
     );
-    Ok(spi::query(&sql, p.values(), ctx.access)?.into_iter().filter_map(|mut r| r.pop()).collect())
+    run(&sql, &params, ctx)
 }
 
 pub fn propositions(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
-    let mut p = Params::new();
-    let space = p.text(ctx.space.name());
-    let term = p.text(q.term);
-    let type_filter = match q.with_type {
-        Some(t) => format!("AND l.predicate = {}", p.text(t)),
-        None => String::new(),
-    };
-    let threshold = p.push(crate::exec::SqlParam::Float(q.threshold));
-    let limit = p.int(q.limit);
-    let like = like_pattern(&term);
+    let Bound { params, space, term, like, type_filter, threshold, limit } = bind(q, ctx, "l.predicate");
     let sql = format!(
         "WITH q AS (SELECT plainto_tsquery('simple', {term}) AS ts),
          preds AS (
@@ -112,5 +124,5 @@ pub fn propositions(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
          LIMIT {limit}",
         json = proposition_json("h"),
     );
-    Ok(spi::query(&sql, p.values(), ctx.access)?.into_iter().filter_map(|mut r| r.pop()).collect())
+    run(&sql, &params, ctx)
 }
