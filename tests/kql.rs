@@ -472,3 +472,93 @@ fn brain_prompt_finds_execute() {
     }
     assert!(total >= 40, "found only {total} FIND commands");
 }
+
+/// `("a" | "b"){m,n}`: each hop may follow any listed predicate. The path
+/// X -next-> Y -alt-> Z -next-> W alternates predicates, so only the
+/// alternation walks it end to end.
+#[test]
+fn hop_walks_over_predicate_alternatives() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?x { {type: "Node", name: "X"} }
+          CONCEPT ?y { {type: "Node", name: "Y"} }
+          CONCEPT ?z { {type: "Node", name: "Z"} }
+          CONCEPT ?w { {type: "Node", name: "W"} }
+          PROPOSITION { (?x, "next", ?y) }
+          PROPOSITION { (?y, "alt", ?z) }
+          PROPOSITION { (?z, "next", ?w) }
+        }"#,
+    ]);
+    let from_x = |c: &mut Client, predicate: &str| {
+        find(c, &format!(r#"FIND(?t.name) WHERE {{ ?x {{type: "Node", name: "X"}} (?x, {predicate}, ?t) }}"#))
+    };
+    // Both surface forms are the same walk; a single predicate stops at Y.
+    let r = from_x(&mut c, r#"("next" | "alt"){1,3}"#);
+    assert_eq!(r.as_array().unwrap().len(), 3, "each node once: {r}");
+    assert_eq!(names(&r), set(&["Y", "Z", "W"]));
+    assert_eq!(names(&from_x(&mut c, r#""next" | "alt"{1,3}"#)), set(&["Y", "Z", "W"]));
+    assert_eq!(names(&from_x(&mut c, r#""next"{1,3}"#)), set(&["Y"]));
+    assert_eq!(names(&from_x(&mut c, r#"("next" | "alt"){2,3}"#)), set(&["Z", "W"]));
+    assert_eq!(from_x(&mut c, r#"("next" | "alt"){3}"#), json!(["W"]));
+    // {1} over alternatives is a single link (and may bind a link variable).
+    assert_eq!(from_x(&mut c, r#"("next" | "alt"){1}"#), json!(["Y"]));
+    let r = find(&mut c, r#"FIND(?l.predicate) WHERE { ?y {type: "Node", name: "Y"} ?l (?y, ("next" | "alt"){1}, ?t) }"#);
+    assert_eq!(r, json!(["alt"]));
+    // m == 0 includes the start (zero-hop reflexive match).
+    let r = from_x(&mut c, r#"("next" | "alt"){0,2}"#);
+    assert_eq!(r.as_array().unwrap().len(), 3, "{r}");
+    assert_eq!(names(&r), set(&["X", "Y", "Z"]));
+    // Backward from a grounded object.
+    let r = find(&mut c, r#"FIND(?s.name) WHERE { (?s, ("next" | "alt"){1,3}, {type: "Node", name: "W"}) }"#);
+    assert_eq!(names(&r), set(&["X", "Y", "Z"]));
+    let r = find(&mut c, r#"FIND(?s.name) WHERE { (?s, "next"{1,3}, {type: "Node", name: "W"}) }"#);
+    assert_eq!(names(&r), set(&["Z"]));
+    let r = find(&mut c, r#"FIND(?s.name) WHERE { (?s, "next" | "alt"{0,}, {type: "Node", name: "W"}) }"#);
+    assert_eq!(names(&r), set(&["X", "Y", "Z", "W"]));
+    // Predicates as parameters.
+    let r = ok(kip(
+        &mut c,
+        r#"FIND(?t.name) WHERE { ?x {type: "Node", name: "X"} (?x, (:a | :b){1,3}, ?t) }"#,
+        json!({"a": "next", "b": "alt"}),
+    ));
+    assert_eq!(names(&r), set(&["Y", "Z", "W"]));
+
+    // A cycle that crosses predicates (W -alt-> X) terminates, each node once.
+    ok(kip(&mut c, r#"UPSERT { PROPOSITION { ({type: "Node", name: "W"}, "alt", {type: "Node", name: "X"}) } }"#, json!({})));
+    let r = from_x(&mut c, r#"("next" | "alt"){1,}"#);
+    assert_eq!(r.as_array().unwrap().len(), 4, "each node once: {r}");
+    assert_eq!(names(&r), set(&["X", "Y", "Z", "W"]));
+    let r = from_x(&mut c, r#"("next" | "alt"){2,9}"#);
+    assert_eq!(r.as_array().unwrap().len(), 4, "each node once: {r}");
+    let r = find(&mut c, r#"FIND(?s.name) WHERE { (?s, ("alt" | "next"){1,}, {type: "Node", name: "Y"}) }"#);
+    assert_eq!(names(&r), set(&["X", "Y", "Z", "W"]));
+    // Single predicates still see no cycle.
+    assert_eq!(names(&from_x(&mut c, r#""next"{1,}"#)), set(&["Y"]));
+
+    // kip.max_hops: a closed bound above it is refused; an open walk that
+    // would find a new answer deeper fails with KIP_4002, but going around
+    // the cycle back to answers already found does not. With 3 links X is
+    // not yet an answer of {1,} (it is reached by the 4-link cycle only), so
+    // stopping there would silently drop it; {0,} has X at depth 0.
+    let code = |c: &mut Client, cmd: &str| err_code(&kip(c, cmd, json!({})));
+    let q = |p: &str| format!(r#"FIND(?t.name) WHERE {{ ?x {{type: "Node", name: "X"}} (?x, {p}, ?t) }}"#);
+    assert_eq!(code(&mut c, &q(r#"("next" | "alt"){1,50}"#)), "KIP_4002");
+    assert_eq!(code(&mut c, &q(r#""next" | "alt"{60,}"#)), "KIP_4002");
+    c.batch_execute("SET kip.max_hops = 2").unwrap();
+    assert_eq!(code(&mut c, &q(r#"("next" | "alt"){1,}"#)), "KIP_4002");
+    c.batch_execute("SET kip.max_hops = 3").unwrap();
+    assert_eq!(code(&mut c, &q(r#"("next" | "alt"){1,}"#)), "KIP_4002");
+    assert_eq!(names(&find(&mut c, &q(r#"("next" | "alt"){0,}"#))), set(&["X", "Y", "Z", "W"]));
+    c.batch_execute("SET kip.max_hops = 4").unwrap();
+    let r = find(&mut c, &q(r#"("next" | "alt"){1,}"#));
+    assert_eq!(r.as_array().unwrap().len(), 4, "each node once: {r}");
+    assert_eq!(names(&r), set(&["X", "Y", "Z", "W"]));
+    c.batch_execute("RESET kip.max_hops").unwrap();
+
+    // KIP_1001: both ends free, a variable on a walk, quantified predicate variables.
+    assert_eq!(code(&mut c, r#"FIND(?a.name) WHERE { (?a, ("next" | "alt"){1,3}, ?b) }"#), "KIP_1001");
+    assert_eq!(code(&mut c, &format!(r#"FIND(?l) WHERE {{ ?x {{type: "Node", name: "X"}} ?l (?x, ("next" | "alt"){{1,3}}, ?t) }}"#)), "KIP_1001");
+    assert_eq!(code(&mut c, &q(r#"?p | "alt"{1,3}"#)), "KIP_1001");
+    assert_eq!(code(&mut c, &q(r#""next"{1,2} | "alt""#)), "KIP_1001");
+}

@@ -11,11 +11,20 @@
 //! rows, and the result is `DISTINCT` nodes.
 //!
 //! Open ranges `{m,}` walk at most `kip.max_hops` links. The CTE explores one
-//! level further; if that level reaches a node never seen before, the walk
-//! would have continued past the bound, and the query fails with `KIP_4002`
-//! (raised by `kip.hops_exceeded`, SQLSTATE 54001) instead of silently
-//! returning a truncated answer. A closed range whose upper bound, or an open
-//! range whose lower bound, exceeds `kip.max_hops` is rejected up front.
+//! level further; if that level reaches a node that is not already an answer
+//! (seen at a depth in `[m, cap]`), the walk would have found more past the
+//! bound, and the query fails with `KIP_4002` (raised by `kip.hops_exceeded`,
+//! SQLSTATE 54001) instead of silently returning a truncated answer. When
+//! every node of level `cap + 1` is already an answer, so is every node of any
+//! longer walk (shorten its prefix to the answer's depth, repeat), hence the
+//! answer is complete. A node seen only below `m` does not count: on a cycle
+//! longer than the cap, the anchor of `{1,}` is an answer only through the
+//! full cycle. A closed range whose upper bound, or an open range whose lower
+//! bound, exceeds `kip.max_hops` is rejected up front.
+//!
+//! The walk follows any of the listed predicates at every hop, so
+//! `("a" | "b"){m,n}` is one CTE with `predicate = ANY(...)`; everything above
+//! holds unchanged.
 
 use crate::compile::pattern::Cx;
 use crate::exec::SqlParam;
@@ -93,7 +102,7 @@ pub fn walk_sql(cx: &mut Cx, anchor: &str, forward: bool, predicates: &[String],
             format!(
                 "{cte} SELECT r.node FROM (SELECT DISTINCT w.node FROM w WHERE w.depth >= {min} AND w.depth <= {cap_sql}) r \
                  WHERE kip.hops_exceeded(NOT EXISTS (SELECT 1 FROM w x WHERE x.depth > {cap_sql} \
-                 AND NOT EXISTS (SELECT 1 FROM w y WHERE y.node = x.node AND y.depth <= {cap_sql})), {cap_sql})"
+                 AND NOT EXISTS (SELECT 1 FROM w y WHERE y.node = x.node AND y.depth >= {min} AND y.depth <= {cap_sql})), {cap_sql})"
             )
         }
     })

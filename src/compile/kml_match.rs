@@ -108,8 +108,8 @@ fn collect_type(selector: &ConceptSelector, out: &mut Vec<Requirement>) -> Resul
 fn collect_schema(pattern: &PropPattern, out: &mut Vec<Requirement>) -> Result<(), KipError> {
     if let PropPattern::Triple(t) = pattern {
         let predicates: Vec<&StrArg> = match &t.predicate {
-            Predicate::Literal(p) | Predicate::Hops { predicate: p, .. } => vec![p],
-            Predicate::Alternatives(ps) => ps.iter().collect(),
+            Predicate::Literal(p) => vec![p],
+            Predicate::Alternatives(ps) | Predicate::Hops { predicates: ps, .. } => ps.iter().collect(),
             Predicate::Var(_) => vec![],
         };
         for p in predicates {

@@ -406,8 +406,11 @@ pub enum Predicate {
     Literal(StrArg),
     /// `"a" | "b" | …` (two or more alternatives).
     Alternatives(Vec<StrArg>),
-    /// `"follows"{m,n}` / `{m,}` / `{n}`.
-    Hops { predicate: StrArg, range: HopRange },
+    /// `"follows"{m,n}` / `{m,}` / `{n}`, or a walk over alternatives:
+    /// `("a" | "b"){m,n}` (also written `"a" | "b"{m,n}`: the range
+    /// quantifies the whole alternation), where each hop may follow any of
+    /// the listed predicates. `predicates` holds one or more names.
+    Hops { predicates: Vec<StrArg>, range: HopRange },
     /// `?p` — binds the predicate name (string).
     Var(String),
 }

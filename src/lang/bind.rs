@@ -350,10 +350,8 @@ fn walk_prop(p: &mut PropPattern, f: &mut Visit<'_>) -> Result<(), KipError> {
         PropPattern::Triple(t) => {
             walk_endpoint(&mut t.subject, f)?;
             match &mut t.predicate {
-                Predicate::Literal(p) | Predicate::Hops { predicate: p, .. } => {
-                    f(Slot::Str(p, "a predicate"))?
-                }
-                Predicate::Alternatives(ps) => {
+                Predicate::Literal(p) => f(Slot::Str(p, "a predicate"))?,
+                Predicate::Alternatives(ps) | Predicate::Hops { predicates: ps, .. } => {
                     for p in ps {
                         f(Slot::Str(p, "a predicate"))?;
                     }

@@ -285,16 +285,18 @@ fn endpoint(out: &mut String, e: &Endpoint) {
 fn predicate(out: &mut String, p: &Predicate) {
     match p {
         Predicate::Literal(s) => str_arg(out, s),
-        Predicate::Alternatives(alts) => {
-            for (i, a) in alts.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(" | ");
+        Predicate::Alternatives(alts) => alternatives(out, alts),
+        // A walk over alternatives prints in the parenthesized form, which
+        // shows at a glance that the range quantifies the whole group.
+        Predicate::Hops { predicates, range } => {
+            match predicates.as_slice() {
+                [one] => str_arg(out, one),
+                many => {
+                    out.push('(');
+                    alternatives(out, many);
+                    out.push(')');
                 }
-                str_arg(out, a);
             }
-        }
-        Predicate::Hops { predicate, range } => {
-            str_arg(out, predicate);
             let _ = match range.max {
                 Some(max) if max == range.min => write!(out, "{{{}}}", range.min),
                 Some(max) => write!(out, "{{{},{}}}", range.min, max),
@@ -304,6 +306,15 @@ fn predicate(out: &mut String, p: &Predicate) {
         Predicate::Var(v) => {
             let _ = write!(out, "?{v}");
         }
+    }
+}
+
+fn alternatives(out: &mut String, alts: &[StrArg]) {
+    for (i, a) in alts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" | ");
+        }
+        str_arg(out, a);
     }
 }
 

@@ -145,7 +145,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         prop_pattern => "a proposition clause (…)",
         prop_id | id_key => "id",
         triple | endpoint => "a subject/object (?var, {…}, (…) or an id string)",
-        predicate | pred_alt | bad_pred_tail => "a predicate like \"treats\" or ?p",
+        predicate | pred_group | pred_alt | bad_pred_tail => "a predicate like \"treats\" or ?p",
         // Only ever tried as an optional continuation; naming it misleads.
         hop_range | hop_comma => return None,
         expr | and_expr | cmp_expr | unary | primary => "an expression",

@@ -132,7 +132,7 @@ pub(super) fn proposition_clause(
             (a.clone(), format!("{a}.id"))
         }
         PropPattern::Triple(t) => {
-            if let Predicate::Hops { predicate, range } = &t.predicate {
+            if let Predicate::Hops { predicates, range } = &t.predicate {
                 if *range != (HopRange { min: 1, max: Some(1) }) {
                     if let Some(v) = var {
                         return Err(KipError::new(
@@ -141,7 +141,8 @@ pub(super) fn proposition_clause(
                         )
                         .with_hint("Drop the variable before the multi-hop clause, or match one hop at a time."));
                     }
-                    hop_clause(b, cx, t, vec![lit(predicate)?], *range)?;
+                    let names = predicates.iter().map(lit).collect::<Result<Vec<_>, _>>()?;
+                    hop_clause(b, cx, t, names, *range)?;
                     return Ok("NULL::bigint".to_string());
                 }
             }
@@ -179,8 +180,11 @@ fn triple_clause(b: &mut Builder, cx: &mut Cx, t: &Triple) -> Result<String, Kip
     attach(b, subject, format!("{a}.subject"));
     match &t.predicate {
         Predicate::Literal(p) => b.cond(format!("{a}.predicate = {}", cx.params.text(lit(p)?))),
-        Predicate::Hops { predicate, .. } => b.cond(format!("{a}.predicate = {}", cx.params.text(lit(predicate)?))),
-        Predicate::Alternatives(ps) => {
+        // `{1}` / `{1,1}` is one link: no walk needed.
+        Predicate::Hops { predicates: ps, .. } if ps.len() == 1 => {
+            b.cond(format!("{a}.predicate = {}", cx.params.text(lit(&ps[0])?)))
+        }
+        Predicate::Alternatives(ps) | Predicate::Hops { predicates: ps, .. } => {
             let names = ps.iter().map(lit).collect::<Result<Vec<_>, _>>()?;
             let ph = cx.params.push(SqlParam::TextArray(names));
             b.cond(format!("{a}.predicate = ANY({ph}::text[])"));
@@ -199,7 +203,8 @@ fn triple_clause(b: &mut Builder, cx: &mut Cx, t: &Triple) -> Result<String, Kip
     Ok(a)
 }
 
-/// `(s, "p"{m,n}, o)`: a walk from the grounded endpoint.
+/// `(s, "p"{m,n}, o)` or `(s, ("a" | "b"){m,n}, o)`: a walk from the
+/// grounded endpoint, each hop along any of `predicates`.
 fn hop_clause(b: &mut Builder, cx: &mut Cx, t: &Triple, predicates: Vec<String>, range: HopRange) -> Result<(), KipError> {
     hops::check_range(range)?;
     let subject = endpoint(b, cx, &t.subject)?;

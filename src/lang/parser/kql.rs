@@ -236,32 +236,47 @@ pub(super) fn endpoint(pair: Pair<Rule>) -> Result<Endpoint> {
 pub(super) fn predicate(pair: Pair<Rule>) -> Result<Predicate> {
     let mut it = pair.into_inner();
     let head = it.next().expect("predicate head");
-    let tail: Vec<Pair<Rule>> = it.collect();
-    if head.as_rule() == Rule::var {
-        if let Some(bad) = tail.first() {
-            return Err(syn(
-                bad,
-                "a predicate variable cannot take a hop range or alternatives",
-            )
-            .with_hint("Use a literal predicate such as \"follows\"{1,3} or \"a\" | \"b\"."));
-        }
-        return Ok(Predicate::Var(var(head)?));
-    }
-    let first = str_arg(head)?;
-    let mut tail = tail.into_iter().peekable();
-    Ok(match tail.peek().map(|p| p.as_rule()) {
-        None => Predicate::Literal(first),
-        Some(Rule::hop_range) => Predicate::Hops {
-            predicate: first,
-            range: hop_range(tail.next().expect("hops"))?,
-        },
-        _ => {
-            let mut alts = vec![first];
-            for alt in tail {
-                alts.push(str_arg(one(alt))?);
+    let mut names = Vec::new();
+    let mut range = None;
+    match head.as_rule() {
+        Rule::var => {
+            if let Some(bad) = it.next() {
+                return Err(syn(
+                    &bad,
+                    "a predicate variable cannot take a hop range or alternatives",
+                )
+                .with_hint("Use a literal predicate such as \"follows\"{1,3} or \"a\" | \"b\"."));
             }
-            Predicate::Alternatives(alts)
+            return Ok(Predicate::Var(var(head)?));
         }
+        // `("a" | "b")`: the group holds the head and its alternatives.
+        Rule::pred_group => {
+            let mut group = head.into_inner();
+            names.push(str_arg(group.next().expect("group head"))?);
+            for alt in group {
+                names.push(str_arg(one(alt))?);
+            }
+        }
+        _ => names.push(str_arg(head)?),
+    }
+    for p in it {
+        match p.as_rule() {
+            Rule::pred_alt => names.push(str_arg(one(p))?),
+            Rule::hop_range => range = Some(hop_range(p)?),
+            Rule::bad_pred_tail => {
+                return Err(syn(
+                    &p,
+                    "a hop range must come last: it quantifies the whole alternation",
+                )
+                .with_hint("Write one range after the last alternative, e.g. \"a\" | \"b\"{1,3} or (\"a\" | \"b\"){1,3}."));
+            }
+            r => unreachable!("unexpected predicate rule {r:?}"),
+        }
+    }
+    Ok(match range {
+        Some(range) => Predicate::Hops { predicates: names, range },
+        None if names.len() == 1 => Predicate::Literal(names.pop().expect("one name")),
+        None => Predicate::Alternatives(names),
     })
 }
 

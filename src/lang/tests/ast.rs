@@ -245,7 +245,7 @@ fn proposition_clauses() {
     assert_eq!(
         triple(4).predicate,
         Predicate::Hops {
-            predicate: lit("follows"),
+            predicates: vec![lit("follows")],
             range: HopRange {
                 min: 1,
                 max: Some(5)
@@ -255,14 +255,14 @@ fn proposition_clauses() {
     assert_eq!(
         triple(5).predicate,
         Predicate::Hops {
-            predicate: lit("follows"),
+            predicates: vec![lit("follows")],
             range: HopRange { min: 2, max: None }
         }
     );
     assert_eq!(
         triple(6).predicate,
         Predicate::Hops {
-            predicate: lit("follows"),
+            predicates: vec![lit("follows")],
             range: HopRange {
                 min: 3,
                 max: Some(3)
@@ -277,6 +277,62 @@ fn proposition_clauses() {
     assert_eq!(
         triple(8).object,
         Endpoint::Id(Bindable::Param("obj".into()))
+    );
+}
+
+/// A hop range after alternatives quantifies the whole alternation; the
+/// parenthesized group is the same walk.
+#[test]
+fn hops_over_predicate_alternatives() {
+    let predicate = |p: &str| {
+        let q = find(&format!("FIND(?b) WHERE {{ (?a, {p}, ?b) }}"));
+        match q.where_clauses.into_iter().next() {
+            Some(WhereClause::Proposition {
+                pattern: PropPattern::Triple(t),
+                ..
+            }) => t.predicate,
+            other => panic!("{other:?}"),
+        }
+    };
+    let walk = Predicate::Hops {
+        predicates: vec![lit("follows"), lit("knows")],
+        range: HopRange {
+            min: 1,
+            max: Some(3),
+        },
+    };
+    assert_eq!(predicate(r#""follows" | "knows"{1,3}"#), walk);
+    assert_eq!(predicate(r#"("follows" | "knows"){1,3}"#), walk);
+    assert_eq!(predicate(r#"( "follows"|"knows" ) {1,3}"#), walk);
+    assert_eq!(
+        predicate(r#"("a" | :b | "c"){0,}"#),
+        Predicate::Hops {
+            predicates: vec![lit("a"), Bindable::Param("b".into()), lit("c")],
+            range: HopRange { min: 0, max: None },
+        }
+    );
+    // A group without a range is a plain literal / alternation.
+    assert_eq!(predicate(r#"("a")"#), Predicate::Literal(lit("a")));
+    assert_eq!(
+        predicate(r#"("a" | "b")"#),
+        Predicate::Alternatives(vec![lit("a"), lit("b")])
+    );
+    assert_eq!(
+        predicate(r#"("a"){2}"#),
+        Predicate::Hops {
+            predicates: vec![lit("a")],
+            range: HopRange {
+                min: 2,
+                max: Some(2)
+            },
+        }
+    );
+    // Canonical printing uses the parenthesized group.
+    let q = kip_lang::parse(r#"FIND(?b) WHERE { (?a, "follows" | "knows"{1,3}, ?b) }"#).unwrap();
+    assert!(
+        kip_lang::print(&q).contains(r#"("follows" | "knows"){1,3}"#),
+        "{}",
+        kip_lang::print(&q)
     );
 }
 

@@ -34,6 +34,7 @@ const EDGE_CASES: &[&str] = &[
     r#"FIND(?a) WHERE { ?a {name: "tab\there \"quoted\" \u00e9 \ud83d\ude00 :notparam"} }"#,
     r#"UPSERT { CONCEPT ?c { {type: "T", name: "n"} SET ATTRIBUTES { "odd-key": 1, "": null, true: false, nested: {"a b": [1.5, -2, 3e10, {}]}, p: :param, arr: [:x, {y: :y}] } } }"#,
     r#"FIND(COUNT(DISTINCT ?a), SUM(?a.attributes.n), ?b.attributes) WHERE { ?a {type: "T"} (?a, "p"{0,}, ?b) (?a, "q"{3}, ?b) (?a, "r"{1,2}, ?b) (?a, "s" | "t" | :u, ?b) } ORDER BY COUNT(DISTINCT ?a) DESC, ?b.name LIMIT :l CURSOR :c"#,
+    r#"FIND(?b) WHERE { ?a {type: "T"} (?a, "p" | "q"{1,3}, ?b) (?a, ("p" | :q | "r"){0,}, ?b) (?b, ("p"){2}, ?a) (?b, ("p" | "q"), ?a) (?b, ("p"), ?a) }"#,
     r#"FIND(?l) WHERE { ?l (id: :pid) ((?x, "stated", (?s, ?p, {id: "C:1"})), "q", "C:2") UNION { OPTIONAL { NOT { ?x {id: "C:3"} } } } }"#,
     r#"UPDATE ?t SET METADATA { c: CLAMP(MUL(COALESCE(?t.metadata.c, 0.5), :f), 0.0, 1.0), d: :now } SET ATTRIBUTES { n: ADD(?t.attributes.n, -1) } WHERE { ?t {type: "T"} } LIMIT 5"#,
     r#"DELETE ATTRIBUTES {"a", b, :c} FROM ?x WHERE { ?x {type: "T"} }"#,
