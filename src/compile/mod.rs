@@ -2,6 +2,7 @@
 //! command's shape, plus a list of bind parameters for every value.
 
 pub mod element;
+pub mod export;
 pub mod kml_args;
 pub mod kml_ids;
 pub mod kml_store;

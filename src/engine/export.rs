@@ -1,9 +1,208 @@
-//! Execution of EXPORT commands.
+//! Execution of EXPORT (RC10 §5.3): the elements bound to the target
+//! variable become one idempotent UPSERT statement — a knowledge capsule.
+//!
+//! The capsule is built as a `kip_lang::ast::Upsert` and rendered with the
+//! canonical printer, so quoting and escaping are the language's own.
+//! Exported elements get local handles (`?c<id>`, `?p<id>`); elements they
+//! point to outside the page are referenced by `{type, name}` (concepts) or
+//! by a nested structural clause (propositions: link ids are not portable).
+//! Reserved `_` metadata is engine bookkeeping and never exported.
 
+use super::find::{literal, page_size};
 use super::Ctx;
 use crate::api::envelope::Outcome;
-use kip_lang::KipError;
+use crate::compile::export::{load_closure, select_page, EndpointId, Stored};
+use crate::exec::cursor;
+use kip_lang::ast::{
+    Bindable, Command, ConceptBlock, ConceptSelector, Endpoint, Export, Field, Fields, Predicate, PropPattern,
+    PropositionBlock, Script, Triple, Upsert, UpsertItem, ValueOrParam,
+};
+use kip_lang::{ErrorCode, KipError};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashSet};
 
-pub fn execute(command: &kip_lang::ast::Command, _ctx: &Ctx) -> Result<Outcome, KipError> {
-    Err(super::not_supported(command))
+pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
+    let Command::Export(export) = command else {
+        return Err(KipError::new(ErrorCode::InternalError, "EXPORT executor called with another command"));
+    };
+    let limit = page_size(literal(&export.limit)?);
+    let shape = query_shape(export, ctx);
+    let offset = match literal(&export.cursor)? {
+        Some(token) => cursor::decode(&shape, &token)?,
+        None => 0,
+    };
+    let page = select_page(&export.where_clauses, &export.target, ctx, offset, limit)?;
+    let loaded = load_closure(ctx, &page.ids)?;
+    let capsule = Capsule { page: page.ids.iter().copied().collect(), loaded: &loaded };
+    let upsert = capsule.build(&page.ids)?;
+    let (concepts, propositions) = count(&upsert);
+    let text = kip_lang::print(&Script { commands: vec![Command::Upsert(upsert)] });
+    Ok(Outcome {
+        result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }),
+        next_cursor: (page.more && limit > 0).then(|| cursor::encode(&shape, offset + limit)),
+    })
+}
+
+/// The identity of an export for its cursor tokens: its canonical text
+/// without LIMIT and CURSOR, plus the memory space.
+fn query_shape(export: &Export, ctx: &Ctx) -> String {
+    let mut bare = export.clone();
+    bare.limit = None;
+    bare.cursor = None;
+    let text = kip_lang::print(&Script { commands: vec![Command::Export(bare)] });
+    format!("{}\u{0}{}", ctx.space.name(), text)
+}
+
+fn count(upsert: &Upsert) -> (usize, usize) {
+    let concepts = upsert.items.iter().filter(|i| matches!(i, UpsertItem::Concept(_))).count();
+    (concepts, upsert.items.len() - concepts)
+}
+
+fn handle(id: i64, concept: bool) -> String {
+    format!("{}{id}", if concept { "c" } else { "p" })
+}
+
+fn lit(s: &str) -> Bindable<String> {
+    Bindable::Lit(s.to_string())
+}
+
+/// Object entries as UPSERT fields; `None` when there is nothing to write.
+fn fields(map: &Map<String, Value>, skip_reserved: bool) -> Option<Fields> {
+    let out: Fields = map
+        .iter()
+        .filter(|(k, _)| !(skip_reserved && k.starts_with('_')))
+        .map(|(k, v)| Field { key: k.clone(), value: ValueOrParam::Value(v.clone()) })
+        .collect();
+    (!out.is_empty()).then_some(out)
+}
+
+struct Capsule<'a> {
+    /// Ids exported by this page (they have handles).
+    page: HashSet<i64>,
+    /// The page's elements and everything they reference.
+    loaded: &'a BTreeMap<i64, Stored>,
+}
+
+impl Capsule<'_> {
+    fn stored(&self, id: i64) -> Result<&Stored, KipError> {
+        self.loaded.get(&id).ok_or_else(|| {
+            KipError::new(ErrorCode::InternalError, format!("element {id} vanished while being exported"))
+                .with_hint("Retry the EXPORT.")
+        })
+    }
+
+    /// Blocks in dependency order: concepts (page order), then propositions,
+    /// each after every exported proposition it refers to.
+    fn build(&self, ids: &[i64]) -> Result<Upsert, KipError> {
+        let mut items = Vec::with_capacity(ids.len());
+        let mut links = Vec::new();
+        for &id in ids {
+            match self.stored(id)? {
+                Stored::Concept { type_name, name, attributes, metadata } => {
+                    items.push(UpsertItem::Concept(ConceptBlock {
+                        handle: handle(id, true),
+                        identity: ConceptSelector::TypeName { type_name: lit(type_name), name: lit(name) },
+                        expect_version: None,
+                        set_attributes: fields(attributes, false),
+                        set_propositions: None,
+                        metadata: fields(metadata, true),
+                    }));
+                }
+                Stored::Proposition { .. } => links.push(id),
+            }
+        }
+        links.sort_unstable();
+        for id in self.dependency_order(&links)? {
+            let Stored::Proposition { subject, predicate, object, attributes, metadata } = self.stored(id)? else {
+                continue;
+            };
+            items.push(UpsertItem::Proposition(PropositionBlock {
+                handle: Some(handle(id, false)),
+                identity: PropPattern::Triple(Box::new(Triple {
+                    subject: self.reference(*subject)?,
+                    predicate: Predicate::Literal(lit(predicate)),
+                    object: self.reference(*object)?,
+                })),
+                expect_version: None,
+                set_attributes: fields(attributes, false),
+                metadata: fields(metadata, true),
+            }));
+        }
+        Ok(Upsert { items, metadata: None })
+    }
+
+    /// How a block refers to an endpoint: its handle when exported on this
+    /// page, otherwise its portable identity.
+    fn reference(&self, endpoint: EndpointId) -> Result<Endpoint, KipError> {
+        let (EndpointId::Concept(id) | EndpointId::Proposition(id)) = endpoint;
+        if self.page.contains(&id) {
+            return Ok(Endpoint::Var(handle(id, matches!(endpoint, EndpointId::Concept(_)))));
+        }
+        Ok(match self.stored(id)? {
+            Stored::Concept { type_name, name, .. } => {
+                Endpoint::Concept(ConceptSelector::TypeName { type_name: lit(type_name), name: lit(name) })
+            }
+            Stored::Proposition { subject, predicate, object, .. } => {
+                Endpoint::Proposition(Box::new(PropPattern::Triple(Box::new(Triple {
+                    subject: self.reference(*subject)?,
+                    predicate: Predicate::Literal(lit(predicate)),
+                    object: self.reference(*object)?,
+                }))))
+            }
+        })
+    }
+
+    /// Exported propositions whose references (direct, or nested inside an
+    /// outside proposition's structural clause) use `id`'s handle.
+    fn page_dependencies(&self, endpoint: EndpointId, out: &mut Vec<i64>) -> Result<(), KipError> {
+        let EndpointId::Proposition(id) = endpoint else { return Ok(()) };
+        if self.page.contains(&id) {
+            out.push(id);
+            return Ok(());
+        }
+        if let Stored::Proposition { subject, object, .. } = self.stored(id)? {
+            self.page_dependencies(*subject, out)?;
+            self.page_dependencies(*object, out)?;
+        }
+        Ok(())
+    }
+
+    /// `links` (sorted by id) reordered so every handle is defined before
+    /// use; ties keep id order. A proposition's endpoints exist before it, so
+    /// this is normally plain id order.
+    fn dependency_order(&self, links: &[i64]) -> Result<Vec<i64>, KipError> {
+        let mut deps = BTreeMap::new();
+        for &id in links {
+            let mut d = Vec::new();
+            if let Stored::Proposition { subject, object, .. } = self.stored(id)? {
+                self.page_dependencies(*subject, &mut d)?;
+                self.page_dependencies(*object, &mut d)?;
+            }
+            deps.insert(id, d);
+        }
+        // Passes in id order; a pass defers links whose dependencies are not
+        // emitted yet. One pass is the normal case.
+        let mut done: HashSet<i64> = HashSet::new();
+        let mut order = Vec::with_capacity(links.len());
+        let mut pending: Vec<i64> = links.to_vec();
+        while !pending.is_empty() {
+            let before = pending.len();
+            let mut deferred = Vec::new();
+            for id in pending {
+                if deps[&id].iter().all(|d| done.contains(d)) {
+                    done.insert(id);
+                    order.push(id);
+                } else {
+                    deferred.push(id);
+                }
+            }
+            if deferred.len() == before {
+                // A cycle cannot be stored; keep id order rather than loop.
+                order.extend(deferred);
+                break;
+            }
+            pending = deferred;
+        }
+        Ok(order)
+    }
 }
