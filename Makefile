@@ -18,7 +18,10 @@ DB ?= kip
 setup:
 	@bash scripts/setup.sh
 
+# The cluster preloads kip.so (maintenance worker): never overwrite the
+# library under a running server, stop it first (`make run` starts it again).
 install: setup
+	@bash scripts/cluster.sh stop
 	cargo pgrx install --release --pg-config $(PG_CONFIG) --sudo 2>&1 | grep -v '^\s*$$' | tail -n 3
 
 run: install

@@ -37,6 +37,9 @@ shared_buffers = 512MB
 work_mem = 32MB
 maintenance_work_mem = 256MB
 max_wal_size = 2GB
+# the kip maintenance background worker (src/maintenance/worker.rs)
+shared_preload_libraries = 'kip'
+kip.maintenance_database = 'kip'
 CONF
     fi
     if running; then
@@ -44,6 +47,10 @@ CONF
     else
       as_postgres "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$LOG" -w -t 60 start >/dev/null
       echo "kip cluster started on port $PORT"
+    fi
+    # The database of the maintenance worker (kip.maintenance_database above).
+    if ! as_postgres "$PGBIN/psql" -h localhost -p "$PORT" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'kip'" | grep -q 1; then
+      as_postgres "$PGBIN/createdb" -h localhost -p "$PORT" -U postgres kip || true
     fi
     ;;
   stop)

@@ -21,8 +21,10 @@ export CARGO_PGRX_TEST_PGDATA=/tmp/kip-pgrx-test-pgdata
 cargo pgrx test pg15 2>&1
 
 step "install the release build and start the cluster"
+# The cluster preloads kip.so: stop it before the library is overwritten.
+bash scripts/cluster.sh stop
 cargo pgrx install --release --pg-config /usr/bin/pg_config --sudo >/tmp/kip-install.log 2>&1 || { tail -50 /tmp/kip-install.log; exit 1; }
-bash scripts/cluster.sh restart
+bash scripts/cluster.sh start
 
 step "integration tests"
 cargo test --release -p kip-integration-tests -- --test-threads=4 2>&1

@@ -16,16 +16,21 @@ mod engine;
 mod exec;
 mod explain;
 mod guc;
+mod maintenance;
 mod schema;
 mod search;
 mod space;
 mod sql_api;
 
 pgrx::extension_sql_file!("../sql/schema.sql", name = "kip_schema", bootstrap);
+pgrx::extension_sql_file!("../sql/maintenance.sql", name = "kip_maintenance_schema", requires = ["kip_schema"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     guc::register();
+    maintenance::settings::register();
+    // Only does something while the postmaster preloads the library.
+    maintenance::worker::register();
 }
 
 // `#[pg_schema]` needs an inline module; the tests live in their own file.

@@ -27,32 +27,23 @@ pub fn dsn_for(db: &str) -> String {
     std::env::var("KIP_TEST_DSN").unwrap_or_else(|_| format!("host=localhost port={} user=postgres dbname={db}", port()))
 }
 
-/// Create a database (if missing) with the kip extension installed.
+/// Create a database (if missing) with the kip extension installed. Test
+/// threads and binaries may race here, so creation is serialized with an
+/// advisory lock held by the admin session.
 pub fn ensure_database(db: &str) {
     let mut admin = Client::connect(&admin_dsn(), NoTls).expect("connect to the test cluster (is it running? scripts/cluster.sh start)");
+    admin.execute("SELECT pg_advisory_lock(727001)", &[]).expect("advisory lock");
     let exists = admin
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])
         .expect("query pg_database")
         .is_some();
     if !exists {
         // Identifier from test code, not user input; quoted anyway.
-        if let Err(e) = admin.batch_execute(&format!("CREATE DATABASE \"{db}\"")) {
-            if !e.to_string().contains("already exists") {
-                panic!("create database {db}: {e}");
-            }
-        }
+        admin.batch_execute(&format!("CREATE DATABASE \"{db}\"")).unwrap_or_else(|e| panic!("create database {db}: {e:?}"));
     }
     let mut client = Client::connect(&dsn_for(db), NoTls).expect("connect to test database");
-    // Several test binaries may race to create the extension.
-    for _ in 0..5 {
-        match client.batch_execute("CREATE EXTENSION IF NOT EXISTS kip CASCADE") {
-            Ok(()) => break,
-            Err(e) if e.to_string().contains("duplicate key") || e.to_string().contains("already exists") => {
-                std::thread::sleep(std::time::Duration::from_millis(200))
-            }
-            Err(e) => panic!("CREATE EXTENSION kip: {e}"),
-        }
-    }
+    client.batch_execute("CREATE EXTENSION IF NOT EXISTS kip CASCADE").unwrap_or_else(|e| panic!("CREATE EXTENSION kip: {e:?}"));
+    admin.execute("SELECT pg_advisory_unlock(727001)", &[]).expect("advisory unlock");
 }
 
 /// A client connected to the shared test database `kip_test`.

@@ -1,0 +1,38 @@
+-- kip maintenance ("sleep") cycle: audit log and helpers (src/maintenance/).
+
+-- Every element the maintenance cycle deletes, changes or creates gets one row
+-- here, written in the same statement as the change itself. No foreign key to
+-- kip.spaces: the audit outlives a dropped space.
+CREATE TABLE kip.maintenance_log (
+    id          bigserial PRIMARY KEY,
+    space       text NOT NULL,
+    ran_at      timestamptz NOT NULL DEFAULT now(),
+    action      text NOT NULL,
+    element_ref text,
+    detail      jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX maintenance_log_space_idx ON kip.maintenance_log (space, ran_at);
+COMMENT ON TABLE kip.maintenance_log IS 'Audit of the kip maintenance cycle (kip_maintenance and the background worker)';
+
+-- The TTL sweep looks only at elements that carry an expires_at; these partial
+-- indexes keep it from scanning a whole space every cycle.
+CREATE INDEX concepts_expiring_idx ON kip.concepts (space) WHERE metadata ? 'expires_at';
+CREATE INDEX propositions_expiring_idx ON kip.propositions (space) WHERE metadata ? 'expires_at';
+
+-- An ISO-8601 text as timestamptz, or NULL when it is not one: metadata such
+-- as expires_at is agent-written and may be anything; the cycle skips values
+-- it cannot read instead of failing on them.
+CREATE FUNCTION kip.try_timestamptz(value text) RETURNS timestamptz
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+BEGIN
+    IF value IS NULL OR value !~ '^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|z|[+-]\d{2}(:?\d{2})?)?$' THEN
+        RETURN NULL;
+    END IF;
+    RETURN value::timestamptz;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END;
+$$;
+
+SELECT pg_catalog.pg_extension_config_dump('kip.maintenance_log', '');
+SELECT pg_catalog.pg_extension_config_dump('kip.maintenance_log_id_seq', '');

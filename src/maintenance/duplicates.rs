@@ -1,0 +1,57 @@
+//! Duplicate candidates → `merge_duplicates` SleepTasks (Phase 6 prep).
+//!
+//! Two concepts of one type are candidates when their names are equal after
+//! lower-casing and removing all whitespace ("Alice Smith" / "alice  smith" /
+//! "AliceSmith"). Exact normalized equality, not trigram similarity: the
+//! cycle runs unattended, and a false pair costs the agent a review while a
+//! fuzzy threshold over every pair of a large space costs a quadratic scan.
+//! Paraphrase twins stay the agent's job (SEARCH in Phase 6). Schema nodes and
+//! SleepTasks themselves are never paired. One task per pair, named after
+//! both ids, so later cycles do not repeat it.
+
+use super::tasks::{self, Task};
+use crate::exec::{spi, Access, SqlParam};
+use crate::space::Space;
+use kip_lang::KipError;
+use serde_json::Value;
+
+const NORMALIZED_A: &str = "lower(regexp_replace(a.name, '\\s+', '', 'g'))";
+const NORMALIZED_B: &str = "lower(regexp_replace(b.name, '\\s+', '', 'g'))";
+
+/// Create missing tasks for up to `cap` pairs; returns how many were created.
+/// A task the engine refuses (say, an agent changed the SleepTask schema) is
+/// reported in `errors` and does not stop the cycle.
+pub fn run(space: &Space, cap: i64, errors: &mut Vec<Value>) -> Result<i64, KipError> {
+    if cap <= 0 {
+        return Ok(0);
+    }
+    let sql = format!(
+        "SELECT a.id, b.id, a.type, a.name, b.name FROM kip.concepts a \
+         JOIN kip.concepts b ON b.space = a.space AND b.type = a.type AND b.id > a.id AND {NORMALIZED_B} = {NORMALIZED_A} \
+         WHERE a.space = $1 AND a.type NOT IN ('$ConceptType', '$PropositionType', 'SleepTask') \
+         ORDER BY a.id, b.id LIMIT $2"
+    );
+    let rows = spi::query(&sql, &[space.param(), SqlParam::Int(cap)], Access::ReadOnly)?;
+    let mut created = 0;
+    for row in rows {
+        let (a, b) = (row[0].as_i64().unwrap_or(0), row[1].as_i64().unwrap_or(0));
+        let ty = row[2].as_str().unwrap_or_default();
+        let (name_a, name_b) = (row[3].as_str().unwrap_or_default(), row[4].as_str().unwrap_or_default());
+        let task = Task {
+            action: "merge_duplicates",
+            key: format!("C:{a}+C:{b}"),
+            target_type: ty,
+            target_name: name_b,
+            reason: format!(
+                "Possible duplicates of type {ty:?}: {name_a:?} (C:{a}) and {name_b:?} (C:{b}) have the same name ignoring case and whitespace. Verify, then MERGE the duplicate into the canonical node."
+            ),
+            priority: 1,
+        };
+        match tasks::ensure(space, &task) {
+            Ok(true) => created += 1,
+            Ok(false) => {}
+            Err(e) => errors.push(e.to_json()),
+        }
+    }
+    Ok(created)
+}

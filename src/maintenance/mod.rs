@@ -1,0 +1,132 @@
+//! The maintenance ("sleep") cycle, automated: the mechanical part of the
+//! `$system` cycle of `reference/brain/BrainMaintenance.md`, run per space by
+//! `kip_maintenance()` or by the background worker (`worker`).
+//!
+//! Steps, in order: TTL reclamation (Phase 12, `ttl`), review SleepTasks for
+//! TTLs outside the whitelist, asymmetric confidence decay (Phase 7,
+//! `decay`), duplicate candidates → SleepTasks (`duplicates`), orphans →
+//! `Unsorted` (`orphans`). Every change is audited in `kip.maintenance_log`.
+//! Each space runs in its own subtransaction: a failure in one space is
+//! reported and rolls back only that space's cycle.
+
+mod decay;
+mod duplicates;
+mod orphans;
+mod protection;
+pub mod settings;
+mod tasks;
+mod ttl;
+pub mod worker;
+
+use crate::exec::{spi, subxact, Access, SqlParam};
+use crate::space::{self, Space};
+use kip_lang::{ErrorCode, KipError};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::{json, Value};
+
+/// One maintenance cycle on one space (default: `kip.space`), or on every
+/// bootstrapped space with `'*'` (then an array of per-space reports).
+#[pg_extern(volatile)]
+fn kip_maintenance(space: default!(Option<&str>, "NULL")) -> JsonB {
+    let result = match space {
+        Some("*") => run_all(),
+        Some(name) => space::validate(name).and_then(|s| run_existing(&s)),
+        None => space::current().and_then(|s| run_existing(&s)),
+    };
+    match result {
+        Ok(v) => JsonB(v),
+        Err(e) => {
+            let hint = e.hint.clone().unwrap_or_default();
+            ereport!(
+                PgLogLevel::ERROR,
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("{}: {}", e.code.as_str(), e.message),
+                hint
+            );
+            unreachable!("ereport(ERROR) does not return")
+        }
+    }
+}
+
+/// Every bootstrapped space, one report each.
+pub fn run_all() -> Result<Value, KipError> {
+    let rows = spi::query(
+        "SELECT name FROM kip.spaces WHERE bootstrapped_at IS NOT NULL ORDER BY name",
+        &[],
+        Access::ReadOnly,
+    )?;
+    let mut reports = Vec::with_capacity(rows.len());
+    for row in rows {
+        let name = row[0].as_str().unwrap_or_default();
+        let space = space::validate(name)?;
+        reports.push(run_isolated(&space));
+    }
+    Ok(Value::Array(reports))
+}
+
+fn run_existing(space: &Space) -> Result<Value, KipError> {
+    if !space::exists(space)? {
+        return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist", space.name()))
+            .with_hint("kip_maintenance never creates a space; pass an existing space name, or '*' for all spaces."));
+    }
+    Ok(run_isolated(space))
+}
+
+/// The cycle of one space in a subtransaction; an error becomes the report.
+fn run_isolated(space: &Space) -> Value {
+    match subxact::run_isolated(|| run_space(space)) {
+        Ok(report) => report,
+        Err(e) => json!({ "space": space.name(), "error": e.to_json() }),
+    }
+}
+
+fn run_space(space: &Space) -> Result<Value, KipError> {
+    let cap = settings::batch();
+    let name = space.name();
+    // Phase 12: one cap for nodes and links together.
+    let expired_deleted = ttl::delete_concepts(name, cap)?;
+    let expired_links_deleted = ttl::delete_links(name, cap - expired_deleted)?;
+    let expired_kept_pending = ttl::count_pending_expired(name)?;
+    let mut review_tasks = 0;
+    let mut errors = Vec::new();
+    for (ty, concept) in ttl::suspicious(name, cap)? {
+        let task = tasks::Task {
+            action: "review",
+            key: format!("ttl:{ty}:{concept}"),
+            target_type: &ty,
+            target_name: &concept,
+            reason: format!(
+                "{{type: {ty:?}, name: {concept:?}}} carries an expired metadata.expires_at but its type is not on the TTL whitelist (Phase 12A.2); it was not deleted. Probably metadata pollution from a statement-level WITH METADATA: remove the key or archive the node."
+            ),
+            priority: 2,
+        };
+        match tasks::ensure(space, &task) {
+            Ok(true) => review_tasks += 1,
+            Ok(false) => {}
+            Err(e) => errors.push(e.to_json()),
+        }
+    }
+    let decayed = decay::run(name, cap)?;
+    let duplicate_tasks = duplicates::run(space, cap, &mut errors)?;
+    let orphans_assigned = orphans::run(name, cap)?;
+    let mut report = json!({
+        "space": name,
+        "expired_deleted": expired_deleted,
+        "expired_links_deleted": expired_links_deleted,
+        "expired_kept_pending": expired_kept_pending,
+        "review_tasks": review_tasks,
+        "decayed": decayed,
+        "duplicate_tasks": duplicate_tasks,
+        "orphans_assigned": orphans_assigned,
+    });
+    if !errors.is_empty() {
+        report["task_errors"] = Value::Array(errors);
+    }
+    spi::execute(
+        "INSERT INTO kip.maintenance_log (space, action, detail) VALUES ($1, 'cycle', $2)",
+        &[SqlParam::Text(name.into()), SqlParam::Json(report.clone())],
+        Access::ReadWrite,
+    )?;
+    Ok(report)
+}

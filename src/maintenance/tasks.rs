@@ -1,0 +1,78 @@
+//! SleepTasks the cycle leaves for the agent (`SleepTask.kip`).
+//!
+//! Written through the engine's own UPSERT, so the SleepTask schema
+//! (required attributes, `requested_action` enum) is enforced exactly as for
+//! an agent, with `$system` provenance. Task names are deterministic
+//! (`SleepTask:<action>:<key>`) and a task is only created when none of that
+//! name exists: a task the agent already moved to `in_progress`/`completed`
+//! is never reset to `pending`.
+
+use crate::engine::{self, Ctx};
+use crate::exec::{spi, subxact, Access, SqlParam};
+use crate::space::Space;
+use kip_lang::KipError;
+use serde_json::{json, Map, Value};
+
+const TEMPLATE: &str = r#"UPSERT {
+  CONCEPT ?task {
+    {type: "SleepTask", name: :task_name}
+    SET ATTRIBUTES {
+      target_type: :target_type, target_name: :target_name,
+      requested_action: :action, reason: :reason,
+      status: "pending", priority: :priority
+    }
+    SET PROPOSITIONS {
+      ("assigned_to", {type: "Person", name: "$system"})
+      ("belongs_to_domain", {type: "Domain", name: "System"})
+    }
+  }
+}
+WITH METADATA { source: "MaintenanceCycle", author: "$system", confidence: 1.0, created_at: :now }"#;
+
+pub struct Task<'a> {
+    pub action: &'a str,
+    pub key: String,
+    pub target_type: &'a str,
+    pub target_name: &'a str,
+    pub reason: String,
+    pub priority: i64,
+}
+
+/// Create the task unless it exists; true when it was created.
+pub fn ensure(space: &Space, task: &Task) -> Result<bool, KipError> {
+    let name = format!("SleepTask:{}:{}", task.action, task.key);
+    let exists = spi::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = 'SleepTask' AND name = $2)",
+        &[space.param(), SqlParam::Text(name.clone())],
+        Access::ReadOnly,
+    )?;
+    if exists == Value::Bool(true) {
+        return Ok(false);
+    }
+    let now = spi::query_scalar(
+        &format!("SELECT {}", super::protection::NOW_ISO),
+        &[],
+        Access::ReadOnly,
+    )?;
+    let mut params = Map::new();
+    params.insert("task_name".into(), json!(name));
+    params.insert("target_type".into(), json!(task.target_type));
+    params.insert("target_name".into(), json!(task.target_name));
+    params.insert("action".into(), json!(task.action));
+    params.insert("reason".into(), json!(task.reason));
+    params.insert("priority".into(), json!(task.priority));
+    params.insert("now".into(), now);
+    let script = kip_lang::bind(kip_lang::parse(TEMPLATE)?, &params)?;
+    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite };
+    let outcome = subxact::run_isolated(|| engine::execute_script(&script, &ctx))?;
+    spi::execute(
+        "INSERT INTO kip.maintenance_log (space, action, element_ref, detail) VALUES ($1, 'sleep_task', $2, $3)",
+        &[
+            space.param(),
+            SqlParam::Text(outcome.result["upsert_concept_nodes"][0].as_str().unwrap_or_default().to_string()),
+            SqlParam::Json(json!({ "name": name, "requested_action": task.action, "reason": task.reason })),
+        ],
+        Access::ReadWrite,
+    )?;
+    Ok(true)
+}

@@ -1,0 +1,118 @@
+//! TTL reclamation (BrainMaintenance Phase 12): the only hard delete.
+//!
+//! A concept is deleted when all of these hold (12A):
+//! 1. `metadata.expires_at` is an ISO-8601 time before now (unreadable
+//!    values are skipped, see `kip.try_timestamptz`);
+//! 2. it is on the whitelist: an `Event` whose `consolidation_status` is
+//!    `completed`/`archived` (pending Events are never deleted, 12A.4); a
+//!    `SleepTask` in `completed`/`failed`; a `Commitment` in
+//!    `fulfilled`/`cancelled`/`expired`; or any other type whose own
+//!    `metadata.memory_tier` is `short-term`;
+//! 3. it is not protected (`protection::protected_concept`);
+//! 4. no concept relies on it as its sole `derived_from` evidence (12A.5).
+//!
+//! Links (12D) with an expired `expires_at` are deleted unless superseded,
+//! attached to a protected concept, or hanging off a pending Event.
+//! Both together stay under `kip.maintenance_batch` per cycle; each deletion
+//! is written to `kip.maintenance_log` by the same statement that deletes.
+//! Expired nodes outside the whitelist are metadata pollution: they get a
+//! `review` SleepTask (see `tasks`) and are never deleted.
+
+use super::protection::protected_concept;
+use crate::exec::{spi, Access, SqlParam};
+use kip_lang::KipError;
+
+const EXPIRED: &str = "kip.try_timestamptz(c.metadata ->> 'expires_at') < now()";
+
+fn whitelisted() -> &'static str {
+    "coalesce((c.type = 'Event' AND c.attributes ->> 'consolidation_status' IN ('completed', 'archived')) \
+      OR (c.type = 'SleepTask' AND c.attributes ->> 'status' IN ('completed', 'failed')) \
+      OR (c.type = 'Commitment' AND c.attributes ->> 'status' IN ('fulfilled', 'cancelled', 'expired')) \
+      OR (c.type NOT IN ('Event', 'SleepTask', 'Commitment') AND c.metadata ->> 'memory_tier' = 'short-term'), false)"
+}
+
+/// A concept that some other concept derives from and nothing else backs.
+const SOLE_EVIDENCE: &str = "EXISTS (SELECT 1 FROM kip.propositions d WHERE d.object_concept = c.id \
+    AND d.predicate = 'derived_from' AND NOT EXISTS (SELECT 1 FROM kip.propositions d2 \
+    WHERE d2.subject = d.subject AND d2.predicate = 'derived_from' AND d2.object <> c.id))";
+
+/// Delete expired, eligible concepts; returns how many.
+pub fn delete_concepts(space: &str, cap: i64) -> Result<i64, KipError> {
+    if cap <= 0 {
+        return Ok(0);
+    }
+    let sql = format!(
+        "WITH cand AS ( \
+           SELECT c.id, c.type, c.name, c.metadata ->> 'expires_at' AS expires_at FROM kip.concepts c \
+           WHERE c.space = $1 AND c.metadata ? 'expires_at' AND {EXPIRED} AND {white} \
+             AND NOT {prot} AND NOT {SOLE_EVIDENCE} \
+           ORDER BY kip.try_timestamptz(c.metadata ->> 'expires_at'), c.id LIMIT $2), \
+         logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
+           SELECT $1, 'ttl_delete', 'C:' || id, jsonb_build_object('type', type, 'name', name, \
+             'expires_at', expires_at, 'reason', 'expires_at passed; whitelisted episodic element (Phase 12)') \
+           FROM cand RETURNING 1), \
+         del AS (DELETE FROM kip.concepts k USING cand WHERE k.id = cand.id RETURNING k.id) \
+         SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM logged)",
+        white = whitelisted(),
+        prot = protected_concept("c"),
+    );
+    count(&sql, space, cap)
+}
+
+/// Delete expired, eligible proposition links; returns how many.
+pub fn delete_links(space: &str, cap: i64) -> Result<i64, KipError> {
+    if cap <= 0 {
+        return Ok(0);
+    }
+    let sql = format!(
+        "WITH cand AS ( \
+           SELECT p.id, p.predicate, p.subject, p.object, p.metadata ->> 'expires_at' AS expires_at \
+           FROM kip.propositions p \
+           LEFT JOIN kip.concepts s ON s.id = p.subject_concept \
+           LEFT JOIN kip.concepts o ON o.id = p.object_concept \
+           WHERE p.space = $1 AND p.metadata ? 'expires_at' \
+             AND kip.try_timestamptz(p.metadata ->> 'expires_at') < now() \
+             AND coalesce(p.metadata -> 'superseded', 'false'::jsonb) <> 'true'::jsonb \
+             AND (s.id IS NULL OR NOT {ps}) AND (o.id IS NULL OR NOT {po}) \
+             AND NOT coalesce(s.type = 'Event' AND coalesce(s.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived'), false) \
+           ORDER BY kip.try_timestamptz(p.metadata ->> 'expires_at'), p.id LIMIT $2), \
+         logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
+           SELECT $1, 'ttl_delete', 'P:' || id || ':' || predicate, jsonb_build_object('subject', kip.element_ref($1, subject), \
+             'predicate', predicate, 'object', kip.element_ref($1, object), 'expires_at', expires_at, \
+             'reason', 'expires_at passed; link (Phase 12D)') \
+           FROM cand RETURNING 1), \
+         del AS (DELETE FROM kip.propositions k USING cand WHERE k.id = cand.id RETURNING k.id) \
+         SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM logged)",
+        ps = protected_concept("s"),
+        po = protected_concept("o"),
+    );
+    count(&sql, space, cap)
+}
+
+/// Expired Events still pending consolidation: kept, only counted (12A.4).
+pub fn count_pending_expired(space: &str) -> Result<i64, KipError> {
+    let sql = format!(
+        "SELECT count(*) FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Event' AND c.metadata ? 'expires_at' \
+           AND {EXPIRED} AND coalesce(c.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived')"
+    );
+    Ok(spi::query_scalar(&sql, &[SqlParam::Text(space.into())], Access::ReadOnly)?.as_i64().unwrap_or(0))
+}
+
+/// Expired nodes outside the whitelist (never deleted): (type, name) pairs.
+pub fn suspicious(space: &str, cap: i64) -> Result<Vec<(String, String)>, KipError> {
+    let sql = format!(
+        "SELECT c.type, c.name FROM kip.concepts c WHERE c.space = $1 AND c.metadata ? 'expires_at' AND {EXPIRED} \
+           AND c.type NOT IN ('Event', 'SleepTask', 'Commitment') AND NOT {white} ORDER BY c.id LIMIT $2",
+        white = whitelisted()
+    );
+    let rows = spi::query(&sql, &[SqlParam::Text(space.into()), SqlParam::Int(cap)], Access::ReadOnly)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r[0].as_str().unwrap_or_default().to_string(), r[1].as_str().unwrap_or_default().to_string()))
+        .collect())
+}
+
+fn count(sql: &str, space: &str, cap: i64) -> Result<i64, KipError> {
+    let rows = spi::query(sql, &[SqlParam::Text(space.into()), SqlParam::Int(cap)], Access::ReadWrite)?;
+    Ok(rows.first().and_then(|r| r.first()).and_then(|v| v.as_i64()).unwrap_or(0))
+}

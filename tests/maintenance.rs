@@ -1,0 +1,388 @@
+//! The maintenance ("sleep") cycle: `kip_maintenance()` and its worker.
+//!
+//! These tests run in their own database (`kip_maintenance_test`), never in
+//! the shared `kip_test`: `kip_maintenance('*')` touches every space of a
+//! database and would change other tests' data. They also take one lock, so
+//! a `'*'` cycle never races another test's single-space cycle.
+
+use kip_integration_tests::{dsn_for, ensure_database, fresh_space, kip, ok};
+use postgres::{Client, NoTls};
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+const DB: &str = "kip_maintenance_test";
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn connect() -> Client {
+    ensure_database(DB);
+    Client::connect(&dsn_for(DB), NoTls).expect("connect to kip_maintenance_test")
+}
+
+fn maintain(c: &mut Client, space: &str) -> Value {
+    c.query_one("SELECT kip_maintenance($1::text)", &[&space]).expect("kip_maintenance").get(0)
+}
+
+fn exists(c: &mut Client, space: &str, ty: &str, name: &str) -> bool {
+    c.query_one(
+        "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3)",
+        &[&space, &ty, &name],
+    )
+    .unwrap()
+    .get(0)
+}
+
+fn set_metadata(c: &mut Client, space: &str, ty: &str, name: &str, patch: Value) {
+    let n = c
+        .execute(
+            "UPDATE kip.concepts SET metadata = metadata || $4::jsonb WHERE space = $1 AND type = $2 AND name = $3",
+            &[&space, &ty, &name, &patch],
+        )
+        .unwrap();
+    assert_eq!(n, 1, "{ty} {name}");
+}
+
+fn event(name: &str, status: Option<&str>) -> String {
+    let status = status.map(|s| format!(", consolidation_status: \"{s}\"")).unwrap_or_default();
+    format!(
+        r#"CONCEPT ?{v} {{ {{type: "Event", name: "{name}"}} SET ATTRIBUTES {{ event_class: "Conversation", start_time: "2020-01-01T00:00:00Z", content_summary: "s"{status} }} }}"#,
+        v = name.replace(['-', ' '], "_")
+    )
+}
+
+fn audited(c: &mut Client, space: &str, action: &str) -> Vec<String> {
+    c.query(
+        "SELECT element_ref FROM kip.maintenance_log WHERE space = $1 AND action = $2 ORDER BY id",
+        &[&space, &action],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| r.get::<_, Option<String>>(0).unwrap_or_default())
+    .collect()
+}
+
+fn concept_ref(c: &mut Client, space: &str, ty: &str, name: &str) -> String {
+    c.query_one("SELECT id FROM kip.concept_nodes WHERE space = $1 AND type = $2 AND name = $3", &[&space, &ty, &name])
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn ttl_reclaims_only_whitelisted_expired_elements_and_audits_them() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mttl");
+    let mut upsert = String::from("UPSERT {\n");
+    for (name, status, expires) in [
+        ("done-expired", Some("completed"), "2020-02-01T00:00:00Z"),
+        ("archived-expired", Some("archived"), "2021-01-01"),
+        ("done-future", Some("completed"), "2999-01-01T00:00:00Z"),
+        ("pending-expired", None, "2020-02-01T00:00:00Z"),
+        ("unreadable", Some("archived"), "next tuesday"),
+    ] {
+        upsert.push_str(&event(name, status));
+        upsert.push_str(&format!("\nWITH METADATA {{ expires_at: \"{expires}\" }}\n"));
+    }
+    upsert.push_str(
+        r#"CONCEPT ?task { {type: "SleepTask", name: "old-task"} SET ATTRIBUTES { target_type: "Event", target_name: "x", requested_action: "review", reason: "r", status: "completed" } }
+        WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
+        CONCEPT ?open { {type: "SleepTask", name: "open-task"} SET ATTRIBUTES { target_type: "Event", target_name: "x", requested_action: "review", reason: "r", status: "pending" } }
+        WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
+        CONCEPT ?tmp { {type: "Preference", name: "scratch"} SET ATTRIBUTES { description: "temporary" } }
+        WITH METADATA { expires_at: "2020-01-01T00:00:00Z", memory_tier: "short-term" }
+        CONCEPT ?bob { {type: "Person", name: "Bob"} SET ATTRIBUTES { person_class: "Human" } }
+        WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
+        CONCEPT ?keep { {type: "Event", name: "done-future"} SET PROPOSITIONS { ("involves", ?bob) } }
+        }"#,
+    );
+    ok(kip(&mut c, &upsert, json!({})));
+    // Protected entities carrying an expired short-term TTL: never touched.
+    for (ty, name) in [("Domain", "Unsorted"), ("Person", "$self"), ("$ConceptType", "Event"), ("$PropositionType", "involves")] {
+        set_metadata(&mut c, &space, ty, name, json!({ "expires_at": "2020-01-01T00:00:00Z", "memory_tier": "short-term" }));
+    }
+    // An expired link on a kept Event, and an unexpired one.
+    c.execute(
+        "UPDATE kip.propositions SET metadata = metadata || '{\"expires_at\": \"2020-01-01T00:00:00Z\"}' WHERE space = $1 AND predicate = 'involves'",
+        &[&space],
+    )
+    .unwrap();
+    let deleted_refs: Vec<String> = [("Event", "done-expired"), ("Event", "archived-expired"), ("SleepTask", "old-task"), ("Preference", "scratch")]
+        .iter()
+        .map(|(t, n)| concept_ref(&mut c, &space, t, n))
+        .collect();
+
+    let report = maintain(&mut c, &space);
+    assert_eq!(report["space"], json!(space));
+    assert_eq!(report["expired_deleted"], json!(4), "{report}");
+    assert_eq!(report["expired_links_deleted"], json!(1), "{report}");
+    assert_eq!(report["expired_kept_pending"], json!(1), "{report}");
+    assert_eq!(report["review_tasks"], json!(1), "{report}");
+    for (ty, name) in [("Event", "done-expired"), ("Event", "archived-expired"), ("SleepTask", "old-task"), ("Preference", "scratch")] {
+        assert!(!exists(&mut c, &space, ty, name), "{ty} {name} should be reclaimed");
+    }
+    for (ty, name) in [
+        ("Event", "done-future"),
+        ("Event", "pending-expired"),
+        ("Event", "unreadable"),
+        ("SleepTask", "open-task"),
+        ("Person", "Bob"),
+        ("Domain", "Unsorted"),
+        ("Person", "$self"),
+        ("$ConceptType", "Event"),
+        ("$PropositionType", "involves"),
+    ] {
+        assert!(exists(&mut c, &space, ty, name), "{ty} {name} must be kept");
+    }
+    assert!(exists(&mut c, &space, "SleepTask", "SleepTask:review:ttl:Person:Bob"), "Bob's TTL is flagged for review");
+    let involves: i64 = c
+        .query_one("SELECT count(*) FROM kip.propositions WHERE space = $1 AND predicate = 'involves'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(involves, 0);
+    let mut logged = audited(&mut c, &space, "ttl_delete");
+    assert_eq!(logged.len(), 5, "{logged:?}");
+    logged.retain(|r| r.starts_with("C:"));
+    let mut expected = deleted_refs.clone();
+    expected.sort();
+    logged.sort();
+    assert_eq!(logged, expected);
+
+    // Nothing left to reclaim; the review task is not created twice.
+    let again = maintain(&mut c, &space);
+    assert_eq!((again["expired_deleted"].clone(), again["review_tasks"].clone()), (json!(0), json!(0)), "{again}");
+}
+
+#[test]
+fn ttl_respects_the_cap_per_cycle() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mcap");
+    let mut upsert = String::from("UPSERT {\n");
+    for i in 0..5 {
+        upsert.push_str(&event(&format!("e{i}"), Some("completed")));
+        upsert.push_str("\nWITH METADATA { expires_at: \"2020-01-01T00:00:00Z\" }\n");
+    }
+    upsert.push('}');
+    ok(kip(&mut c, &upsert, json!({})));
+    c.batch_execute("SET kip.maintenance_batch = 3").unwrap();
+    assert_eq!(maintain(&mut c, &space)["expired_deleted"], json!(3));
+    assert_eq!(maintain(&mut c, &space)["expired_deleted"], json!(2));
+    assert_eq!(maintain(&mut c, &space)["expired_deleted"], json!(0));
+    c.batch_execute("RESET kip.maintenance_batch").unwrap();
+}
+
+fn link_confidence(c: &mut Client, space: &str, object: &str) -> Value {
+    c.query_one(
+        "SELECT metadata -> 'confidence' FROM kip.facts WHERE space = $1 AND subject_name = 'Carol' AND predicate = 'prefers' AND object_name = $2",
+        &[&space, &object],
+    )
+    .unwrap()
+    .get(0)
+}
+
+#[test]
+fn decay_is_asymmetric_and_applied_once_per_period() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mdecay");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?weak { {type: "Preference", name: "weak"} SET ATTRIBUTES { description: "seen once" } }
+          CONCEPT ?strong { {type: "Preference", name: "strong"} SET ATTRIBUTES { description: "seen often", evidence_count: 3 } }
+          CONCEPT ?carol { {type: "Person", name: "Carol"} SET ATTRIBUTES { person_class: "Human" }
+            SET PROPOSITIONS { ("prefers", ?weak) ("prefers", ?strong) } }
+        }
+        WITH METADATA { confidence: 0.8, created_at: "2020-01-01T00:00:00Z" }"#,
+        json!({}),
+    ));
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?truth { {type: "Preference", name: "truth"} SET ATTRIBUTES { description: "certain" } }
+          CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?truth) } }
+        }
+        WITH METADATA { confidence: 1.0, created_at: "2020-01-01T00:00:00Z" }"#,
+        json!({}),
+    ));
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?fresh { {type: "Preference", name: "fresh"} SET ATTRIBUTES { description: "new" } }
+          CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?fresh) } }
+        }
+        WITH METADATA { confidence: 0.8 }"#,
+        json!({}),
+    ));
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?seen { {type: "Preference", name: "reobserved"} SET ATTRIBUTES { description: "confirmed" } }
+          CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?seen) } }
+        }
+        WITH METADATA { confidence: 0.8, created_at: "2020-01-01T00:00:00Z", observed_at: "2999-01-01T00:00:00Z" }"#,
+        json!({}),
+    ));
+    let domain_links_before: Value = c
+        .query_one("SELECT jsonb_agg(metadata ORDER BY id) FROM kip.propositions WHERE space = $1 AND predicate = 'belongs_to_domain'", &[&space])
+        .unwrap()
+        .get(0);
+
+    let first = maintain(&mut c, &space);
+    assert_eq!(first["decayed"], json!(2), "{first}");
+    assert_eq!(link_confidence(&mut c, &space, "weak"), json!(0.72), "weak memories fade fast (0.90)");
+    assert_eq!(link_confidence(&mut c, &space, "strong"), json!(0.784), "reinforced memories resist (0.98)");
+    assert_eq!(link_confidence(&mut c, &space, "truth"), json!(1.0), "1.0 system truths never decay");
+    assert_eq!(link_confidence(&mut c, &space, "fresh"), json!(0.8), "recent facts do not decay");
+    assert_eq!(link_confidence(&mut c, &space, "reobserved"), json!(0.8), "re-observed facts do not decay");
+    assert_eq!(audited(&mut c, &space, "decay").len(), 2);
+
+    let versions: Value = c
+        .query_one("SELECT jsonb_agg(version ORDER BY id) FROM kip.propositions WHERE space = $1", &[&space])
+        .unwrap()
+        .get(0);
+    let second = maintain(&mut c, &space);
+    assert_eq!(second["decayed"], json!(0), "{second}");
+    assert_eq!(link_confidence(&mut c, &space, "weak"), json!(0.72));
+    assert_eq!(link_confidence(&mut c, &space, "strong"), json!(0.784));
+    let versions_after: Value = c
+        .query_one("SELECT jsonb_agg(version ORDER BY id) FROM kip.propositions WHERE space = $1", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(versions, versions_after, "a second run changes nothing");
+    let domain_links_after: Value = c
+        .query_one(
+            "SELECT jsonb_agg(metadata ORDER BY id) FROM kip.propositions WHERE space = $1 AND predicate = 'belongs_to_domain' AND metadata ->> 'source' IS DISTINCT FROM 'OrphanResolution'",
+            &[&space],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(domain_links_before, domain_links_after, "belongs_to_domain links never decay");
+}
+
+#[test]
+fn orphans_are_filed_under_unsorted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "morphan");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?d { {type: "Domain", name: "Food"} }
+          CONCEPT ?lost { {type: "Preference", name: "lost"} SET ATTRIBUTES { description: "no domain" } }
+          CONCEPT ?home { {type: "Preference", name: "home"} SET ATTRIBUTES { description: "filed" } SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+          CONCEPT ?p { {type: "Person", name: "Dave"} SET ATTRIBUTES { person_class: "Human" } }
+        }"#,
+        json!({}),
+    ));
+    let report = maintain(&mut c, &space);
+    assert_eq!(report["orphans_assigned"], json!(1), "{report}");
+    let domains = |c: &mut Client, name: &str| -> Vec<String> {
+        c.query(
+            "SELECT object_name FROM kip.facts WHERE space = $1 AND subject_name = $2 AND predicate = 'belongs_to_domain' ORDER BY 1",
+            &[&space, &name],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    };
+    assert_eq!(domains(&mut c, "lost"), vec!["Unsorted"]);
+    assert_eq!(domains(&mut c, "home"), vec!["Food"]);
+    assert!(domains(&mut c, "Dave").is_empty(), "persons are not filed");
+    let meta: Value = c
+        .query_one(
+            "SELECT metadata FROM kip.facts WHERE space = $1 AND subject_name = 'lost' AND predicate = 'belongs_to_domain'",
+            &[&space],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!((meta["author"].clone(), meta["confidence"].clone()), (json!("$system"), json!(0.5)));
+    assert_eq!(audited(&mut c, &space, "orphan_to_unsorted").len(), 1);
+    assert_eq!(maintain(&mut c, &space)["orphans_assigned"], json!(0));
+}
+
+#[test]
+fn a_duplicate_pair_yields_exactly_one_sleep_task() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mdup");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Preference", name: "Dark Mode"} SET ATTRIBUTES { description: "a" } }
+          CONCEPT ?b { {type: "Preference", name: "dark  mode"} SET ATTRIBUTES { description: "b" } }
+          CONCEPT ?other { {type: "Person", name: "dark mode"} SET ATTRIBUTES { person_class: "Human" } }
+          CONCEPT ?c { {type: "Preference", name: "Light Mode"} SET ATTRIBUTES { description: "c" } }
+        }"#,
+        json!({}),
+    ));
+    assert_eq!(maintain(&mut c, &space)["duplicate_tasks"], json!(1));
+    assert_eq!(maintain(&mut c, &space)["duplicate_tasks"], json!(0));
+    let tasks = ok(kip(
+        &mut c,
+        r#"FIND(?t.name, ?t.attributes.requested_action, ?t.attributes.status, ?t.attributes.target_type) WHERE {
+          ?t {type: "SleepTask"}
+          (?t, "assigned_to", {type: "Person", name: "$system"})
+        }"#,
+        json!({}),
+    ));
+    let rows = tasks.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{tasks}");
+    assert_eq!(rows[0][1], json!("merge_duplicates"));
+    assert_eq!(rows[0][2], json!("pending"));
+    assert_eq!(rows[0][3], json!("Preference"));
+    assert_eq!(audited(&mut c, &space, "sleep_task").len(), 1);
+}
+
+#[test]
+fn star_runs_every_space() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let mut spaces = Vec::new();
+    for _ in 0..3 {
+        let space = fresh_space(&mut c, "mstar");
+        ok(kip(&mut c, &format!("UPSERT {{ {} WITH METADATA {{ expires_at: \"2020-01-01\" }} }}", event("gone", Some("archived"))), json!({})));
+        spaces.push(space);
+    }
+    let reports = maintain(&mut c, "*");
+    for space in &spaces {
+        let report = reports
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["space"] == json!(space))
+            .unwrap_or_else(|| panic!("no report for {space} in {reports}"));
+        assert_eq!(report["expired_deleted"], json!(1), "{report}");
+        assert!(!exists(&mut c, space, "Event", "gone"));
+    }
+}
+
+#[test]
+fn unknown_space_is_an_error() {
+    let mut c = connect();
+    let err = c.query_one("SELECT kip_maintenance('no_such_space_here')", &[]).unwrap_err();
+    let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string());
+    assert!(message.contains("KIP_3002"), "{message}");
+}
+
+#[test]
+fn worker_is_running_when_preloaded() {
+    let mut c = connect();
+    let preload: String = c.query_one("SHOW shared_preload_libraries", &[]).unwrap().get(0);
+    if !preload.split(',').any(|l| l.trim().trim_matches('"') == "kip") {
+        eprintln!("skipped: shared_preload_libraries ({preload:?}) lacks kip; the maintenance worker is not registered on this cluster");
+        return;
+    }
+    // Up to 30 s: the worker restarts every 10 s until its database exists.
+    for _ in 0..150 {
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'kip maintenance'", &[])
+            .unwrap()
+            .get(0);
+        if n == 1 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("no 'kip maintenance' backend in pg_stat_activity although kip is preloaded");
+}
