@@ -13,7 +13,7 @@ export KIP_PGPORT
 PSQL = psql -X -v ON_ERROR_STOP=1 -h localhost -p $(KIP_PGPORT) -U postgres
 DB ?= kip
 
-.PHONY: setup install run stop test test-lang test-pg test-integration bench clean
+.PHONY: setup install run stop test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -36,7 +36,9 @@ test: setup
 
 bench: install
 	@bash scripts/cluster.sh start
-	cargo run --release -p kip-integration-tests --bin kip-bench
+	cargo bench -p kip-lang
+	cargo run --release -p kip-integration-tests --bin kip-write-bench
+	cargo run --release -p kip-integration-tests --bin kql-bench
 
 clean: stop
 	cargo clean
