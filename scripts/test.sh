@@ -16,13 +16,14 @@ step "kip-lang tests"
 cargo test --release -p kip-lang 2>&1
 
 step "cargo pgrx test pg15"
+# cargo pgrx test installs kip.so into the server's directories; the project
+# cluster preloads it, so stop the cluster first (never overwrite a loaded .so).
+bash scripts/cluster.sh stop
 export CARGO_PGRX_TEST_RUNAS=postgres
 export CARGO_PGRX_TEST_PGDATA=/tmp/kip-pgrx-test-pgdata
 cargo pgrx test pg15 2>&1
 
 step "install the release build and start the cluster"
-# The cluster preloads kip.so: stop it before the library is overwritten.
-bash scripts/cluster.sh stop
 cargo pgrx install --release --pg-config /usr/bin/pg_config --sudo >/tmp/kip-install.log 2>&1 || { tail -50 /tmp/kip-install.log; exit 1; }
 bash scripts/cluster.sh start
 
