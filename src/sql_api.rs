@@ -5,7 +5,9 @@ use crate::space;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-fn raise(e: kip_lang::KipError) -> ! {
+/// Raise a KIP error as a Postgres ERROR, for SQL functions that return
+/// values rather than the KIP envelope.
+pub(crate) fn raise(e: kip_lang::KipError) -> ! {
     let hint = e.hint.clone().unwrap_or_default();
     ereport!(
         PgLogLevel::ERROR,

@@ -36,16 +36,7 @@ fn kip_maintenance(space: default!(Option<&str>, "NULL")) -> JsonB {
     };
     match result {
         Ok(v) => JsonB(v),
-        Err(e) => {
-            let hint = e.hint.clone().unwrap_or_default();
-            ereport!(
-                PgLogLevel::ERROR,
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("{}: {}", e.code.as_str(), e.message),
-                hint
-            );
-            unreachable!("ereport(ERROR) does not return")
-        }
+        Err(e) => crate::sql_api::raise(e),
     }
 }
 
