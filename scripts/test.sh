@@ -28,7 +28,10 @@ cargo pgrx install --release --pg-config /usr/bin/pg_config --sudo >/tmp/kip-ins
 bash scripts/cluster.sh start
 
 step "integration tests"
-cargo test --release -p kip-integration-tests -- --test-threads=4 2>&1
+cargo test --release -p kip-integration-tests -- --test-threads=4 --skip conformance_fixtures 2>&1
+
+step "conformance fixtures (passed/total per file)"
+cargo test --release -p kip-integration-tests --test conformance -- --nocapture 2>&1
 
 step "make run smoke test: demo database and a DESCRIBE PRIMER envelope over psql"
 bash scripts/demo.sh kip_demo_check >/tmp/kip-demo-check.log 2>&1 || { cat /tmp/kip-demo-check.log; exit 1; }
