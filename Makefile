@@ -39,6 +39,7 @@ bench: install
 	cargo bench -p kip-lang
 	cargo run --release -p kip-integration-tests --bin kip-write-bench
 	cargo run --release -p kip-integration-tests --bin kql-bench
+	cargo run --release -p kip-integration-tests --bin kip-search-bench
 
 clean: stop
 	cargo clean

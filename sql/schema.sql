@@ -104,7 +104,11 @@ CREATE INDEX propositions_object_link_idx ON kip.propositions (object_link) WHER
 CREATE INDEX concepts_space_name_idx ON kip.concepts (space, name);
 CREATE INDEX concepts_search_idx ON kip.concepts USING gin (search_text);
 CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text);
-CREATE INDEX concepts_name_trgm_idx ON kip.concepts USING gin (name gin_trgm_ops);
+-- Keyword search (src/search/keyword.rs): exact names case-insensitively, and
+-- trigram GiST for both substring matches and nearest-name-first (KNN) fuzzy
+-- candidates, so a typo is answered by an index-ordered top-k.
+CREATE INDEX concepts_space_lower_name_idx ON kip.concepts (space, lower(name));
+CREATE INDEX concepts_name_trgm_idx ON kip.concepts USING gist (name gist_trgm_ops);
 CREATE INDEX concepts_embedding_idx ON kip.concepts USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX propositions_embedding_idx ON kip.propositions USING hnsw (embedding vector_cosine_ops);
 

@@ -20,6 +20,7 @@ fn param_text(p: &SqlParam) -> String {
         SqlParam::Json(v) => v.to_string(),
         SqlParam::TextArray(v) => format!("{v:?}"),
         SqlParam::IntArray(v) => format!("{v:?}"),
+        SqlParam::RealArray(v) => format!("<{} floats>", v.len()),
         SqlParam::NullText => "NULL".into(),
     }
 }

@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 mod api;
 mod bootstrap;
 mod compile;
+mod embed;
 mod engine;
 mod exec;
 mod explain;
@@ -24,11 +25,13 @@ mod sql_api;
 
 pgrx::extension_sql_file!("../sql/schema.sql", name = "kip_schema", bootstrap);
 pgrx::extension_sql_file!("../sql/maintenance.sql", name = "kip_maintenance_schema", requires = ["kip_schema"]);
+pgrx::extension_sql_file!("../sql/embedding.sql", name = "kip_embedding_schema", requires = ["kip_schema"]);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     guc::register();
     maintenance::settings::register();
+    embed::settings::register();
     // Only does something while the postmaster preloads the library.
     maintenance::worker::register();
 }

@@ -376,7 +376,7 @@ fn worker_is_running_when_preloaded() {
     // Up to 30 s: the worker restarts every 10 s until its database exists.
     for _ in 0..150 {
         let n: i64 = c
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'kip maintenance'", &[])
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = 'kip'", &[])
             .unwrap()
             .get(0);
         if n == 1 {
@@ -384,5 +384,5 @@ fn worker_is_running_when_preloaded() {
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    panic!("no 'kip maintenance' backend in pg_stat_activity although kip is preloaded");
+    panic!("no 'kip worker' backend on database kip in pg_stat_activity although kip is preloaded");
 }

@@ -1,11 +1,12 @@
 //! SEARCH (RC10 §5.2): keyword grounding with a normalized `_score`,
-//! WITH TYPE, THRESHOLD, LIMIT, and semantic/hybrid degrading to keyword.
+//! WITH TYPE, THRESHOLD, LIMIT, the three modes, and any-term keyword
+//! ranking. (Semantic retrieval itself is tested in `embedding.rs`.)
 
 use kip_integration_tests::{connect, err_code, fresh_space, kip, kip_readonly, ok};
 use serde_json::{json, Value};
 
 fn setup(c: &mut postgres::Client) {
-    fresh_space(c, "search");
+    let space = fresh_space(c, "search");
     ok(kip(
         c,
         r#"UPSERT {
@@ -26,6 +27,7 @@ fn setup(c: &mut postgres::Client) {
         }"#,
         json!({}),
     ));
+    c.execute("SELECT kip_embed_pending(NULL, $1)", &[&space]).expect("kip_embed_pending");
 }
 
 fn names(hits: &Value) -> Vec<String> {
@@ -42,16 +44,16 @@ fn exact_alias_fuzzy_and_description_hits_are_ranked() {
     setup(&mut c);
     let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "aspirin" LIMIT 5"#, json!({})));
     assert_eq!(names(&hits)[0], "Aspirin", "{hits}");
-    assert_eq!(scores(&hits)[0], 1.0);
+    assert_eq!(scores(&hits)[0], 0.99);
     assert_eq!(hits[0]["_type"], "ConceptNode");
     // Alias, typo and description matches.
     assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "acetylsalicylic acid""#, json!({}))))[0], "Aspirin");
     assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "ibuprofn""#, json!({}))))[0], "Ibuprofen");
     let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "pain""#, json!({})));
     assert!(names(&hits).contains(&"Headache".to_string()), "{hits}");
-    // Scores are in [0, 1] and descending.
+    // Scores are in [0, 1) and descending.
     let s = scores(&hits);
-    assert!(s.iter().all(|x| (0.0..=1.0).contains(x)) && s.windows(2).all(|w| w[0] >= w[1]), "{hits}");
+    assert!(s.iter().all(|x| (0.0..1.0).contains(x)) && s.windows(2).all(|w| w[0] >= w[1]), "{hits}");
     // Nothing like it: an honest miss.
     assert_eq!(ok(kip(&mut c, r#"SEARCH CONCEPT "zzqxv""#, json!({}))), json!([]));
 }
@@ -83,10 +85,40 @@ fn search_propositions_by_predicate_and_its_description() {
     let arr = hits.as_array().unwrap();
     assert_eq!(arr.len(), 2, "{hits}");
     assert!(arr.iter().all(|h| h["_type"] == "PropositionLink" && h["predicate"] == "treats"));
-    assert!(arr.iter().all(|h| h["metadata"]["_score"].as_f64().unwrap() == 1.0));
+    assert!(arr.iter().all(|h| h["metadata"]["_score"].as_f64().unwrap() == 0.99));
     // The predicate's definition describes it as relieving symptoms.
     let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "relieves" WITH TYPE "treats""#, json!({})));
     assert_eq!(hits.as_array().unwrap().len(), 2, "{hits}");
     let none = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" WITH TYPE "causes""#, json!({})));
     assert_eq!(none, json!([]));
+}
+
+#[test]
+fn keyword_words_are_or_ed_and_rare_words_weigh_more() {
+    let mut c = connect();
+    fresh_space(&mut c, "anyterm");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Person"} } }"#, json!({})));
+    for (name, description) in [
+        ("Ann", "Likes hiking in the mountains."),
+        ("Bob", "Plays chess every evening."),
+        ("Cem", "Enjoys hiking and chess."),
+        ("Dan", "Likes the mountains and the sea and the sky."),
+    ] {
+        ok(kip(
+            &mut c,
+            r#"UPSERT { CONCEPT ?p { {type: "Person", name: :n} SET ATTRIBUTES { description: :d } } }"#,
+            json!({"n": name, "d": description}),
+        ));
+    }
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "hiking chess" WITH TYPE "Person" MODE "keyword""#, json!({})));
+    // Both words first, then either word; nobody without them.
+    assert_eq!(names(&hits)[0], "Cem", "{hits}");
+    let mut rest = names(&hits)[1..].to_vec();
+    rest.sort();
+    assert_eq!(rest, vec!["Ann", "Bob"], "{hits}");
+    let s = scores(&hits);
+    assert!(s[0] > s[1], "{hits}");
+    // "the" is in most descriptions, "sea" in one: the rare word decides.
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "the sea" WITH TYPE "Person" MODE "keyword""#, json!({})));
+    assert_eq!(names(&hits)[0], "Dan", "{hits}");
 }

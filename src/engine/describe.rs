@@ -1,7 +1,9 @@
 //! Execution of DESCRIBE (RC10 §5.1, result shapes §6.2.2):
 //!
 //! * `PRIMER` → `{"identity": <$self summary>, "domain_map": [<domain summary
-//!   with key_concepts>], "total_domains": n}`;
+//!   with key_concepts>], "total_domains": n, "search": <capability>}`, the
+//!   capability naming the SEARCH modes available and the embedding model
+//!   (`embed::Availability::describe`);
 //! * `DOMAINS` → `[<domain summary>]`, a summary being
 //!   `{"name", "description"?, "member_count"}`;
 //! * `CONCEPT TYPES` / `PROPOSITION TYPES` → type names (byte order), with
@@ -134,5 +136,7 @@ fn primer(ctx: &Ctx) -> Result<Outcome, KipError> {
     if let Value::Array(a) = &mut map {
         a.truncate(PRIMER_DOMAINS as usize);
     }
-    Ok(Outcome::new(json!({ "identity": identity, "domain_map": map, "total_domains": total })))
+    // What SEARCH can do here, so an agent knows whether to search by meaning.
+    let search = crate::embed::availability(false).describe();
+    Ok(Outcome::new(json!({ "identity": identity, "domain_map": map, "total_domains": total, "search": search })))
 }

@@ -1,15 +1,20 @@
-//! Execution of SEARCH commands (RC10 §5.2): keyword retrieval, with
-//! "semantic" and "hybrid" degrading to keyword (see `crate::search`).
+//! Execution of SEARCH commands (RC10 §5.2): validation of the term, mode,
+//! THRESHOLD and LIMIT, then retrieval by `crate::search`.
 
 use super::Ctx;
 use crate::api::envelope::Outcome;
-use crate::search::keyword::{self, Query};
-use kip_lang::ast::{Bindable, Command, SearchTarget};
+use crate::compile::element::ElementKind;
+use crate::search::{self, Mode, Query};
+use kip_lang::ast::{Bindable, Command, SearchMode, SearchTarget};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::Value;
 
 /// Hits returned when SEARCH has no LIMIT.
 const DEFAULT_SEARCH_LIMIT: u64 = 10;
+
+/// Longest SEARCH term, in characters: a search term names or describes
+/// something; the embedding model reads 256 tokens at most anyway.
+pub const MAX_TERM_CHARS: usize = 1000;
 
 fn unbound(what: &str) -> KipError {
     KipError::new(ErrorCode::InternalError, format!("SEARCH {what} reached execution unbound"))
@@ -24,8 +29,27 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "SEARCH term is empty")
             .with_hint("Give the words to look for, e.g. SEARCH CONCEPT \"aspirin\"."));
     }
+    let chars = term.chars().count();
+    if chars > MAX_TERM_CHARS {
+        return Err(KipError::new(
+            ErrorCode::ResourceExhausted,
+            format!("SEARCH term has {chars} characters; the limit is {MAX_TERM_CHARS}"),
+        )
+        .with_hint("Search with the few words that name or describe what you look for."));
+    }
+    if term.contains('\0') {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, "SEARCH term contains a NUL character")
+            .with_hint("Remove the \\u0000 character from the term."));
+    }
     let with_type = match &search.with_type {
         Some(t) => Some(t.as_str().ok_or_else(|| unbound("WITH TYPE"))?),
+        None => None,
+    };
+    let mode = match &search.mode {
+        Some(Bindable::Lit(SearchMode::Keyword)) => Some(Mode::Keyword),
+        Some(Bindable::Lit(SearchMode::Semantic)) => Some(Mode::Semantic),
+        Some(Bindable::Lit(SearchMode::Hybrid)) => Some(Mode::Hybrid),
+        Some(Bindable::Param(_)) => return Err(unbound("MODE")),
         None => None,
     };
     let threshold = match &search.threshold {
@@ -43,10 +67,11 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         Some(Bindable::Param(_)) => return Err(unbound("LIMIT")),
         None => DEFAULT_SEARCH_LIMIT,
     } as i64;
-    let q = Query { term, with_type, threshold, limit };
-    let hits = match search.target {
-        SearchTarget::Concept => keyword::concepts(&q, ctx)?,
-        SearchTarget::Proposition => keyword::propositions(&q, ctx)?,
+    let kind = match search.target {
+        SearchTarget::Concept => ElementKind::Concept,
+        SearchTarget::Proposition => ElementKind::Proposition,
     };
+    let q = Query { kind, term, with_type, threshold, limit };
+    let hits = if limit == 0 { Vec::new() } else { search::run(&q, mode, ctx)? };
     Ok(Outcome::new(Value::Array(hits)))
 }

@@ -5,5 +5,6 @@ pub mod pg_error;
 pub mod spi;
 pub mod subxact;
 pub mod cursor;
+pub mod extensions;
 
 pub use spi::{Access, SqlParam};

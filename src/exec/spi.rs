@@ -26,6 +26,8 @@ pub enum SqlParam {
     Json(Value),
     TextArray(Vec<String>),
     IntArray(Vec<i64>),
+    /// A `real[]` (float4), e.g. a vector before its cast to pgvector's type.
+    RealArray(Vec<f32>),
     /// A SQL NULL of type text.
     NullText,
 }
@@ -57,6 +59,7 @@ impl SqlParam {
             SqlParam::Json(v) => DatumWithOid::from(JsonB(v.clone())),
             SqlParam::TextArray(v) => DatumWithOid::from(v.clone()),
             SqlParam::IntArray(v) => DatumWithOid::from(v.clone()),
+            SqlParam::RealArray(v) => DatumWithOid::from(v.clone()),
             SqlParam::NullText => DatumWithOid::null::<String>(),
         }
     }

@@ -4,7 +4,9 @@
 //! |----------------------------|------------|------------|------------------------------------------------------|
 //! | `kip.maintenance_batch`    | `500`      | user       | cap per step and cycle (deletions, decays, links…)   |
 //! | `kip.maintenance_interval` | `3600`     | sighup     | seconds between worker cycles; `0` disables them     |
-//! | `kip.maintenance_database` | `postgres` | postmaster | database the worker connects to (once, at start)     |
+//! | `kip.maintenance_database` | `postgres` | postmaster | database the worker serves when `kip.worker_databases` is empty |
+//! | `kip.worker_databases`     | (empty)    | postmaster | comma-separated databases, one background worker each |
+//! | `kip.embedding_naptime`    | `500`      | sighup     | milliseconds between the worker's looks at the embedding backlog |
 
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
@@ -12,6 +14,19 @@ use std::ffi::CString;
 pub static BATCH: GucSetting<i32> = GucSetting::<i32>::new(500);
 pub static INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(3600);
 pub static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static DATABASES: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static EMBEDDING_NAPTIME: GucSetting<i32> = GucSetting::<i32>::new(500);
+
+/// Postgres only accepts postmaster-level settings defined while the library
+/// is preloaded; a backend loading kip later (no worker exists then) defines
+/// the same settings at sighup level.
+fn postmaster_context() -> GucContext {
+    if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        GucContext::Postmaster
+    } else {
+        GucContext::Sighup
+    }
+}
 
 pub fn register() {
     GucRegistry::define_int_guc(
@@ -36,19 +51,45 @@ pub fn register() {
     );
     GucRegistry::define_string_guc(
         c"kip.maintenance_database",
-        c"Database the kip maintenance background worker connects to.",
+        c"Database the kip background worker serves when kip.worker_databases is empty.",
         c"The worker runs kip_maintenance('*') there when the kip extension is installed.",
         &DATABASE,
-        // Postgres only accepts postmaster-level settings defined while the
-        // library is preloaded; a backend loading kip later (no worker
-        // exists then) defines the same setting at sighup level.
-        if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
-            GucContext::Postmaster
-        } else {
-            GucContext::Sighup
-        },
+        postmaster_context(),
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"kip.worker_databases",
+        c"Comma-separated databases the kip background worker serves, one worker process each.",
+        c"Empty means kip.maintenance_database alone. Each worker runs the maintenance cycle and embeds the backlog of its database.",
+        &DATABASES,
+        postmaster_context(),
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kip.embedding_naptime",
+        c"Milliseconds between two looks of the kip background worker at the embedding backlog.",
+        c"A new or changed element becomes semantically searchable about this long after its commit, plus the time to embed it.",
+        &EMBEDDING_NAPTIME,
+        10,
+        3_600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+}
+
+/// The databases the background workers serve, in order, without repeats.
+pub fn worker_databases() -> Vec<String> {
+    let listed = DATABASES.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut out: Vec<String> = Vec::new();
+    for name in listed.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    if out.is_empty() {
+        out.push(database());
+    }
+    out
 }
 
 pub fn batch() -> i64 {

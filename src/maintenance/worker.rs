@@ -1,88 +1,153 @@
-//! The maintenance background worker.
+//! The kip background workers: one per database of `kip.worker_databases`
+//! (default: `kip.maintenance_database` alone).
 //!
 //! Registered only when kip is in `shared_preload_libraries` (a background
-//! worker can only be registered while the postmaster loads libraries). It
-//! connects once to `kip.maintenance_database` and, every
-//! `kip.maintenance_interval` seconds (first cycle right after start),
-//! runs the cycle on every space — if the kip extension is installed there.
+//! worker can only be registered while the postmaster loads libraries). Each
+//! worker connects to its database once and, where the kip extension is
+//! installed:
+//! * every `kip.embedding_naptime` milliseconds, embeds the backlog of
+//!   elements whose vector is missing or stale (`embed::backfill`), in
+//!   batches, one transaction per batch, when the provider is the
+//!   in-database model;
+//! * every `kip.maintenance_interval` seconds (first cycle right after
+//!   start), runs the maintenance cycle on every space.
+//!
 //! SIGHUP reloads the configuration (a new interval applies at once); SIGTERM
-//! stops the worker between cycles. A failing cycle is logged as a WARNING
-//! and retried at the next interval; the worker itself keeps running.
+//! stops the worker between two steps. A failing step is logged as a WARNING
+//! and retried later; the worker itself keeps running.
 
 use super::settings;
+use crate::embed;
+use crate::exec::subxact;
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
 use pgrx::prelude::*;
 use std::time::{Duration, Instant};
 
-/// How long the worker sleeps when cycles are disabled (interval 0) before
-/// looking at the setting again; a SIGHUP wakes it earlier.
-const DISABLED_POLL: Duration = Duration::from_secs(60);
-
-/// When the worker dies (for instance because `kip.maintenance_database` does
-/// not exist yet: connecting is then FATAL), the postmaster restarts it after this.
+/// When the worker dies (for instance because its database does not exist
+/// yet: connecting is then FATAL), the postmaster restarts it after this.
 const RESTART_AFTER: Duration = Duration::from_secs(10);
+
+/// Batches embedded in a row before the worker looks at signals and the
+/// maintenance schedule again.
+const BATCHES_PER_TURN: usize = 8;
 
 pub fn register() {
     if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         return;
     }
-    BackgroundWorkerBuilder::new("kip maintenance worker")
-        .set_type("kip maintenance")
-        .set_library("kip")
-        .set_function("kip_maintenance_worker_main")
-        .enable_spi_access()
-        .set_restart_time(Some(RESTART_AFTER))
-        .load();
+    for database in settings::worker_databases() {
+        BackgroundWorkerBuilder::new(&format!("kip worker for database {database}"))
+            .set_type("kip worker")
+            .set_library("kip")
+            .set_function("kip_maintenance_worker_main")
+            .set_extra(&database)
+            .enable_spi_access()
+            .set_restart_time(Some(RESTART_AFTER))
+            .load();
+    }
 }
 
 #[pg_guard]
 #[no_mangle]
 pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let database = settings::database();
+    let database = BackgroundWorker::get_extra().to_string();
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
-    log!("kip maintenance worker started on database {database:?}");
-    let mut last_run: Option<Instant> = None;
+    log!("kip worker started on database {database:?}");
+    let mut last_cycle: Option<Instant> = None;
     loop {
-        let wait = match (settings::INTERVAL.get(), last_run) {
-            (i, _) if i <= 0 => DISABLED_POLL,
+        let naptime = Duration::from_millis(settings::EMBEDDING_NAPTIME.get().max(10) as u64);
+        let interval = settings::INTERVAL.get();
+        let until_cycle = match (interval, last_cycle) {
+            (i, _) if i <= 0 => naptime,
             (_, None) => Duration::ZERO,
             (i, Some(at)) => (at + Duration::from_secs(i as u64)).saturating_duration_since(Instant::now()),
         };
+        let wait = naptime.min(until_cycle);
         if !wait.is_zero() && !BackgroundWorker::wait_latch(Some(wait)) {
             break;
         }
         if BackgroundWorker::sighup_received() {
-            // Reload, then recompute the wait: a new interval counts from the last cycle.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
-            continue;
         }
         if BackgroundWorker::sigterm_received() {
             break;
         }
+        if !installed() {
+            continue;
+        }
+        if embed_backlog() == Turn::Stop {
+            break;
+        }
         let interval = settings::INTERVAL.get();
-        let due = interval > 0 && last_run.map_or(true, |at| at.elapsed() >= Duration::from_secs(interval as u64));
+        let due = interval > 0 && last_cycle.map_or(true, |at| at.elapsed() >= Duration::from_secs(interval as u64));
         if due {
             run_cycle();
-            last_run = Some(Instant::now());
+            last_cycle = Some(Instant::now());
         }
     }
-    log!("kip maintenance worker stopping");
+    log!("kip worker stopping");
 }
 
-/// One cycle over every space, in its own transaction.
-fn run_cycle() {
+/// Whether the kip extension is installed in this database (at the version
+/// this library expects: its tables exist).
+fn installed() -> bool {
     BackgroundWorker::transaction(|| {
-        let installed = Spi::get_one::<bool>(
-            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'kip') AND to_regclass('kip.maintenance_log') IS NOT NULL",
-        );
-        match installed {
-            Ok(Some(true)) => match super::run_all() {
-                Ok(reports) => log!("kip maintenance cycle done on {} space(s)", reports.as_array().map_or(0, Vec::len)),
-                Err(e) => warning!("kip maintenance cycle failed: {e}"),
-            },
+        Spi::get_one::<bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'kip')
+                AND to_regclass('kip.maintenance_log') IS NOT NULL
+                AND to_regprocedure('kip.concept_grounding_text(text, text, jsonb)') IS NOT NULL",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+    })
+}
+
+#[derive(PartialEq, Eq)]
+enum Turn {
+    Continue,
+    Stop,
+}
+
+/// Embed waiting elements, a batch per transaction, until none wait, or
+/// for `BATCHES_PER_TURN` batches; `Stop` when SIGTERM arrived meanwhile.
+fn embed_backlog() -> Turn {
+    if !matches!(embed::settings::provider(), Ok(embed::Provider::Onnx)) {
+        return Turn::Continue;
+    }
+    for _ in 0..BATCHES_PER_TURN {
+        let batch = embed::settings::batch() as i64;
+        let stored = BackgroundWorker::transaction(|| {
+            subxact::run_isolated(|| {
+                if !embed::backfill::has_pending()? {
+                    return Ok(0);
+                }
+                embed::backfill::embed_pending(Some(batch), None)
+            })
+        });
+        match stored {
+            Ok(n) if n < batch => return Turn::Continue,
             Ok(_) => {}
-            Err(e) => warning!("kip maintenance worker: {e}"),
+            Err(e) => {
+                // A missing model was logged once when loading failed.
+                if embed::runtime::known_failure().is_none() {
+                    warning!("kip worker: embedding the backlog failed: {e}");
+                }
+                return Turn::Continue;
+            }
         }
+        if BackgroundWorker::sigterm_received() {
+            return Turn::Stop;
+        }
+    }
+    Turn::Continue
+}
+
+/// One maintenance cycle over every space, in its own transaction.
+fn run_cycle() {
+    BackgroundWorker::transaction(|| match super::run_all() {
+        Ok(reports) => log!("kip maintenance cycle done on {} space(s)", reports.as_array().map_or(0, Vec::len)),
+        Err(e) => warning!("kip maintenance cycle failed: {e}"),
     });
 }

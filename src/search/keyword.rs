@@ -1,35 +1,47 @@
-//! Keyword retrieval with a normalized `_score` in [0, 1].
+//! Keyword retrieval: names, aliases and descriptions, ranked with a score
+//! in [0, 1).
 //!
-//! Grounding fields: for concepts the `name`, `attributes.aliases` and
-//! `attributes.description` (the `search_text` tsvector, GIN-indexed) plus
-//! trigram similarity on the name (GIN `gin_trgm_ops`); for propositions the
-//! predicate name, the link's `attributes.description` and the description of
-//! the predicate's `$PropositionType` definition.
+//! Fields: for concepts the `search_text` tsvector (name, `aliases`,
+//! `description`) and the name itself; for propositions the predicate, the
+//! link's `description`, and the `$PropositionType` definition of the
+//! predicate.
 //!
-//! Score: the best of
-//! * 1.0 for an exact (case-insensitive) name or predicate match,
-//! * 0.95 for an exact alias match,
-//! * 0.5–0.95 for a substring match of the name (longer coverage scores higher),
-//! * trigram similarity of the name,
-//! * 0.9 × the full-text rank normalized by `rank / (rank + 1)`.
+//! **Candidates** come only from index-backed, bounded top-k lookups, so no
+//! query scores more rows than it needs, whatever the size of the memory:
+//! * exact name, case-insensitive (`(space, lower(name))` btree);
+//! * for each word of the term, up to `candidates` elements containing it
+//!   (GIN on `search_text`): words are OR-ed, so `hiking chess` finds an
+//!   element that mentions either;
+//! * the names nearest to the term by trigram distance (GiST KNN), for typos;
+//! * names containing the term (trigram GiST), for terms of 3+ characters.
 //!
-//! Candidates come only from index-backed conditions (full-text match,
-//! trigram similarity, substring via the trigram index), so a search never
-//! scans a whole space.
+//! **Score** of a candidate, the best of:
+//! * 0.99 for the exact name (0.99 for the exact predicate of a link);
+//! * 0.95 for an exact alias;
+//! * 0.5–0.9 when the name contains the term, higher the more of it the
+//!   term covers;
+//! * 0.9 × trigram similarity of the name, when at least 0.3;
+//! * 0.9 × a BM25-style text score: the words the element contains, each
+//!   weighted by its inverse document frequency in the space (rare words
+//!   count more) and by its saturating term frequency with length
+//!   normalisation (k1 = 1.2, b = 0.75), divided by the total weight of the
+//!   term's words, so containing every word scores highest.
+//!
+//! pg_trgm is called schema-qualified (`exec::extensions`), so keyword search
+//! works whatever `search_path` is.
 
-use crate::compile::element::{concept_json, proposition_json};
+use super::{Hit, Query};
+use crate::compile::element::ElementKind;
 use crate::compile::Params;
 use crate::engine::Ctx;
-use crate::exec::spi;
+use crate::exec::{extensions, spi};
 use kip_lang::KipError;
-use serde_json::Value;
 
-pub struct Query<'a> {
-    pub term: &'a str,
-    pub with_type: Option<&'a str>,
-    pub threshold: f64,
-    pub limit: i64,
-}
+/// Words of a term that are looked up (the rest are ignored).
+const MAX_WORDS: usize = 16;
+/// Document frequencies are counted up to this many elements: beyond it a
+/// word is common, and counting further would cost more than it tells.
+const DF_CAP: i64 = 1000;
 
 /// The term as a LIKE pattern matching it anywhere, with LIKE's own
 /// metacharacters escaped (computed in SQL from the bound term).
@@ -37,92 +49,178 @@ fn like_pattern(term: &str) -> String {
     format!("('%' || replace(replace(replace({term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')")
 }
 
-/// The bound pieces both searches share: placeholders for the space, the
-/// term, the type restriction (on `type_column`), threshold and limit.
-struct Bound {
-    params: Params,
-    space: String,
-    term: String,
-    like: String,
-    type_filter: String,
-    threshold: String,
-    limit: String,
+/// The words of the term with their inverse document frequency over the
+/// space (`df` in `table`, `n` the table's size estimate), as CTEs `terms`
+/// and `idf`.
+fn idf_ctes(table: &str, space: &str, term: &str) -> String {
+    format!(
+        "terms AS MATERIALIZED (
+           SELECT w.lexeme, plainto_tsquery('simple', w.lexeme) AS tq
+           FROM unnest(tsvector_to_array(to_tsvector('simple', {term}))) AS w(lexeme)
+           LIMIT {MAX_WORDS}
+         ),
+         df AS MATERIALIZED (
+           SELECT t.lexeme, t.tq,
+                  (SELECT count(*) FROM (SELECT 1 FROM {table} e WHERE e.space = {space} AND e.search_text @@ t.tq LIMIT {DF_CAP}) s)::float8 AS df
+           FROM terms t
+         ),
+         idf AS MATERIALIZED (
+           SELECT d.lexeme, d.tq, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+           FROM df d,
+                (SELECT greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = '{table}'::regclass),
+                                 (SELECT max(df) FROM df), 1)::float8 AS n) n
+         )"
+    )
 }
 
-fn bind(q: &Query, ctx: &Ctx, type_column: &str) -> Bound {
+/// The BM25-style text score of the row `d` (with `d.search_text` and its
+/// length `d.dl`), against `idf` and the candidates' mean length `avgdl`.
+fn text_score() -> &'static str {
+    "coalesce((
+        SELECT sum(i.idf * (0.5 + 0.5 * (m.tf * 2.2) / (m.tf + 1.2 * (0.25 + 0.75 * d.dl / (SELECT v FROM avgdl))) / 2.2))
+        FROM idf i
+        JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+                      FROM unnest(d.search_text) u WHERE u.lexeme = i.lexeme) m ON true
+     ) / nullif((SELECT sum(idf) FROM idf), 0), 0)"
+}
+
+/// The `k` best keyword hits, best first.
+pub fn search(q: &Query, k: i64, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
+    let (sql, params) = match q.kind {
+        ElementKind::Concept => concepts_sql(q, k, ctx)?,
+        ElementKind::Proposition => propositions_sql(q, k, ctx)?,
+    };
+    let rows = spi::query(&sql, params.values(), ctx.access)?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64()?, unembedded: r[2].as_bool()? }))
+        .collect())
+}
+
+/// Candidates per source: enough for the asked k, bounded.
+fn candidates(k: i64) -> i64 {
+    (k * 5).clamp(50, 2000)
+}
+
+fn concepts_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
     let type_filter = match q.with_type {
-        Some(t) => format!("AND {type_column} = {}", params.text(t)),
+        Some(t) => format!("AND c.type = {}", params.text(t)),
         None => String::new(),
     };
-    let threshold = params.push(crate::exec::SqlParam::Float(q.threshold));
-    let limit = params.int(q.limit);
+    let cand = params.int(candidates(k));
+    let limit = params.int(k.max(1));
     let like = like_pattern(&term);
-    Bound { params, space, term, like, type_filter, threshold, limit }
-}
-
-fn run(sql: &str, params: &Params, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
-    Ok(spi::query(sql, params.values(), ctx.access)?.into_iter().filter_map(|mut r| r.pop()).collect())
-}
-
-pub fn concepts(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
-    let Bound { params, space, term, like, type_filter, threshold, limit } = bind(q, ctx, "c.type");
+    let idf = idf_ctes("kip.concepts", &space, &term);
+    let knn = extensions::trgm_op("<->")?;
+    let similarity = extensions::trgm_fn("similarity")?;
+    let text = text_score();
     let sql = format!(
-        "WITH q AS (SELECT plainto_tsquery('simple', {term}) AS ts),
-         hits AS (
-           SELECT c.*, greatest(
-               CASE WHEN lower(c.name) = lower({term}) THEN 1.0 ELSE 0 END,
-               CASE WHEN jsonb_typeof(c.attributes -> 'aliases') = 'array'
-                     AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(c.attributes -> 'aliases') a(alias)
-                                 WHERE lower(a.alias) = lower({term})) THEN 0.95 ELSE 0 END,
-               CASE WHEN c.name ILIKE {like} THEN 0.5 + 0.45 * length({term})::float8 / greatest(length(c.name), 1) ELSE 0 END,
-               similarity(c.name, {term}),
-               0.9 * ts_rank_cd(c.search_text, q.ts, 32)
-             )::float8 AS score
-           FROM kip.concepts c, q
-           WHERE c.space = {space} {type_filter}
-             AND (c.search_text @@ q.ts OR c.name % {term} OR c.name ILIKE {like})
-         )
-         SELECT {json} || jsonb_build_object('metadata', ({json}) -> 'metadata' || jsonb_build_object('_score', round(h.score::numeric, 4)))
-         FROM hits h
-         WHERE h.score >= {threshold} AND h.score > 0
-         ORDER BY h.score DESC, h.name, h.id
-         LIMIT {limit}",
-        json = concept_json("h"),
-    );
-    run(&sql, &params, ctx)
-}
-
-pub fn propositions(q: &Query, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
-    let Bound { params, space, term, like, type_filter, threshold, limit } = bind(q, ctx, "l.predicate");
-    let sql = format!(
-        "WITH q AS (SELECT plainto_tsquery('simple', {term}) AS ts),
-         preds AS (
-           SELECT d.name AS predicate, ts_rank_cd(d.search_text, q.ts, 32) AS rank
-           FROM kip.concepts d, q
-           WHERE d.space = {space} AND d.type = '$PropositionType'
-             AND (d.search_text @@ q.ts OR d.name % {term} OR d.name ILIKE {like} OR lower(d.name) = lower(replace({term}, ' ', '_')))
+        "WITH {idf},
+         cand AS (
+           (SELECT c.id FROM kip.concepts c
+            WHERE c.space = {space} AND lower(c.name) = lower({term}) {type_filter} LIMIT 20)
+           UNION
+           (SELECT x.id FROM idf, LATERAL (
+              SELECT c.id FROM kip.concepts c
+              WHERE c.space = {space} AND c.search_text @@ idf.tq {type_filter} LIMIT {cand}) x)
+           UNION
+           (SELECT c.id FROM kip.concepts c
+            WHERE c.space = {space} {type_filter} ORDER BY c.name {knn} {term} LIMIT 20)
+           UNION
+           (SELECT c.id FROM kip.concepts c
+            WHERE length({term}) >= 3 AND c.space = {space} AND c.name ILIKE {like} {type_filter} LIMIT {cand})
          ),
-         hits AS (
-           SELECT l.*, greatest(
-               CASE WHEN lower(l.predicate) IN (lower({term}), lower(replace({term}, ' ', '_'))) THEN 1.0 ELSE 0 END,
-               CASE WHEN l.predicate ILIKE {like} THEN 0.5 + 0.45 * length({term})::float8 / greatest(length(l.predicate), 1) ELSE 0 END,
-               similarity(l.predicate, {term}),
-               0.9 * ts_rank_cd(l.search_text, q.ts, 32),
-               0.85 * coalesce((SELECT max(pr.rank) FROM preds pr WHERE pr.predicate = l.predicate), 0)
+         docs AS MATERIALIZED (
+           SELECT c.id, c.name, c.attributes, c.search_text, length(c.search_text)::float8 AS dl,
+                  c.embedding IS NULL AS unembedded,
+                  {similarity}(c.name, {term}) AS sim
+           FROM cand JOIN kip.concepts c ON c.id = cand.id
+         ),
+         avgdl AS (SELECT greatest(avg(dl), 1) AS v FROM docs),
+         scored AS (
+           SELECT d.id, d.name, d.unembedded, greatest(
+               CASE WHEN lower(d.name) = lower({term}) THEN 0.99 ELSE 0 END,
+               CASE WHEN jsonb_typeof(d.attributes -> 'aliases') = 'array'
+                     AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(d.attributes -> 'aliases') a(alias)
+                                 WHERE lower(a.alias) = lower({term})) THEN 0.95 ELSE 0 END,
+               CASE WHEN length({term}) >= 3 AND d.name ILIKE {like}
+                    THEN 0.5 + 0.4 * length({term})::float8 / greatest(length(d.name), 1) ELSE 0 END,
+               CASE WHEN d.sim >= 0.3 THEN 0.9 * d.sim ELSE 0 END,
+               0.9 * {text}
              )::float8 AS score
-           FROM kip.propositions l, q
-           WHERE l.space = {space} {type_filter}
-             AND (l.search_text @@ q.ts OR l.predicate IN (SELECT predicate FROM preds))
+           FROM docs d
          )
-         SELECT {json} || jsonb_build_object('metadata', ({json}) -> 'metadata' || jsonb_build_object('_score', round(h.score::numeric, 4)))
-         FROM hits h
-         WHERE h.score >= {threshold} AND h.score > 0
-         ORDER BY h.score DESC, h.id
-         LIMIT {limit}",
-        json = proposition_json("h"),
+         SELECT s.id, s.score, s.unembedded FROM scored s WHERE s.score > 0
+         ORDER BY s.score DESC, s.name, s.id
+         LIMIT {limit}"
     );
-    run(&sql, &params, ctx)
+    Ok((sql, params))
+}
+
+fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipError> {
+    let mut params = Params::new();
+    let space = params.text(ctx.space.name());
+    let term = params.text(q.term);
+    let type_filter = match q.with_type {
+        Some(t) => format!("AND l.predicate = {}", params.text(t)),
+        None => String::new(),
+    };
+    let cand = params.int(candidates(k));
+    let limit = params.int(k.max(1));
+    let like = like_pattern(&term);
+    let idf = idf_ctes("kip.propositions", &space, &term);
+    let similarity = extensions::trgm_fn("similarity")?;
+    let text = text_score();
+    // A predicate matches by its name (words, exact, contained) or by the
+    // description of its $PropositionType definition; its links then rank
+    // by how well the definition matched.
+    let sql = format!(
+        "WITH {idf},
+         preds AS MATERIALIZED (
+           SELECT p.name AS predicate, greatest(
+               CASE WHEN lower(p.name) IN (lower({term}), lower(replace({term}, ' ', '_'))) THEN 0.99 ELSE 0 END,
+               CASE WHEN length({term}) >= 3 AND p.name ILIKE {like}
+                    THEN 0.5 + 0.4 * length({term})::float8 / greatest(length(p.name), 1) ELSE 0 END,
+               0.85 * coalesce((SELECT sum(i.idf) FILTER (WHERE p.search_text @@ i.tq) FROM idf i)
+                               / nullif((SELECT sum(idf) FROM idf), 0), 0)
+             )::float8 AS score
+           FROM kip.concepts p
+           WHERE p.space = {space} AND p.type = '$PropositionType'
+             AND (lower(p.name) IN (lower({term}), lower(replace({term}, ' ', '_')))
+                  OR (length({term}) >= 3 AND p.name ILIKE {like})
+                  OR EXISTS (SELECT 1 FROM idf i WHERE p.search_text @@ i.tq))
+           LIMIT 50
+         ),
+         cand AS (
+           (SELECT x.id FROM idf, LATERAL (
+              SELECT l.id FROM kip.propositions l
+              WHERE l.space = {space} AND l.search_text @@ idf.tq {type_filter} LIMIT {cand}) x)
+           UNION
+           (SELECT x.id FROM preds, LATERAL (
+              SELECT l.id FROM kip.propositions l
+              WHERE l.space = {space} AND l.predicate = preds.predicate {type_filter} LIMIT {cand}) x)
+         ),
+         docs AS MATERIALIZED (
+           SELECT l.id, l.predicate, l.search_text, length(l.search_text)::float8 AS dl,
+                  l.embedding IS NULL AS unembedded,
+                  {similarity}(l.predicate, {term}) AS sim
+           FROM cand JOIN kip.propositions l ON l.id = cand.id
+         ),
+         avgdl AS (SELECT greatest(avg(dl), 1) AS v FROM docs),
+         scored AS (
+           SELECT d.id, d.unembedded, greatest(
+               coalesce((SELECT pr.score FROM preds pr WHERE pr.predicate = d.predicate), 0),
+               CASE WHEN d.sim >= 0.3 THEN 0.9 * d.sim ELSE 0 END,
+               0.9 * {text}
+             )::float8 AS score
+           FROM docs d
+         )
+         SELECT s.id, s.score, s.unembedded FROM scored s WHERE s.score > 0
+         ORDER BY s.score DESC, s.id
+         LIMIT {limit}"
+    );
+    Ok((sql, params))
 }

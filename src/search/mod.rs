@@ -1,9 +1,96 @@
 //! SEARCH: grounding natural-language terms to concepts and propositions
-//! (RC10 §5.2).
+//! (RC10 §5.2), by keyword, by meaning, or both.
 //!
-//! Retrieval is keyword-based: the engine has no in-database embedding model
-//! yet, so `MODE "semantic"` and `MODE "hybrid"` degrade to keyword as the
-//! spec requires ("degraded recall beats no recall"). The `embedding`
-//! columns and their HNSW indexes are in place for the semantic path.
+//! * `keyword` — names, aliases and descriptions (`keyword`): exact and
+//!   fuzzy names through indexes, any-term full-text match ranked BM25-style.
+//! * `semantic` — cosine similarity between the query's embedding and the
+//!   elements' grounding-text embeddings, through pgvector (`semantic`).
+//! * `hybrid` (the default when semantic search is available) — both
+//!   rankings fused (`fusion`): Reciprocal Rank Fusion, or a weighted sum.
+//!
+//! Without a usable embedding model (`embed::availability`), `semantic` and
+//! `hybrid` run as keyword: degraded recall beats no recall (RC10 §5.2.1).
+//!
+//! Every mode reports `_score` in `[0, 1)`: scores saturate below 1, so
+//! `THRESHOLD 1.0` returns nothing. Hits below THRESHOLD are dropped and the
+//! rest ordered by `_score` descending.
 
+pub mod fusion;
 pub mod keyword;
+mod load;
+pub mod semantic;
+
+use crate::compile::element::ElementKind;
+use crate::embed;
+use crate::engine::Ctx;
+use kip_lang::KipError;
+use serde_json::Value;
+
+/// How SEARCH ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Keyword,
+    Semantic,
+    Hybrid,
+}
+
+pub struct Query<'a> {
+    pub kind: ElementKind,
+    pub term: &'a str,
+    pub with_type: Option<&'a str>,
+    pub threshold: f64,
+    pub limit: i64,
+}
+
+/// One ranked element: its row id and score, and whether it still waits
+/// for its embedding (then no semantic ranking can see it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub id: i64,
+    pub score: f64,
+    pub unembedded: bool,
+}
+
+/// Candidates each ranking contributes to a fusion: enough that an element
+/// ranked modestly by both still surfaces.
+fn fusion_depth(limit: i64) -> i64 {
+    (limit * 4).clamp(40, 1000)
+}
+
+/// Run a SEARCH; `mode` is the one asked for (None: the default).
+pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipError> {
+    let semantic_ok = embed::availability(false).available;
+    let mode = match mode {
+        None if semantic_ok => Mode::Hybrid,
+        None => Mode::Keyword,
+        Some(m) => m,
+    };
+    let query_vector = match mode {
+        Mode::Keyword => None,
+        Mode::Semantic | Mode::Hybrid => embed::query_vector(q.term)?,
+    };
+    let hits = match (mode, query_vector) {
+        (Mode::Semantic, Some(v)) => {
+            let hits = semantic::search(q, &v, q.limit, ctx)?;
+            threshold_and_limit(hits, q)
+        }
+        (Mode::Hybrid, Some(v)) => {
+            let depth = fusion_depth(q.limit);
+            let kw = keyword::search(q, depth, ctx)?;
+            let sem = semantic::search(q, &v, depth, ctx)?;
+            threshold_and_limit(fusion::fuse(&kw, &sem, embed::settings::fusion()?), q)
+        }
+        // Keyword asked for, or no query vector: keyword.
+        _ => threshold_and_limit(keyword::search(q, q.limit, ctx)?, q),
+    };
+    load::elements(q.kind, &hits, ctx)
+}
+
+/// Drop hits below THRESHOLD (and zero scores), order by score, cap at LIMIT.
+fn threshold_and_limit(mut hits: Vec<Hit>, q: &Query) -> Vec<Hit> {
+    hits.retain(|h| h.score > 0.0 && h.score >= q.threshold);
+    // Stable: ties keep the order the ranking produced them in.
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(q.limit.max(0) as usize);
+    hits
+}

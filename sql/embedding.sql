@@ -1,0 +1,116 @@
+-- kip embeddings: the grounding text of every element, staleness, and the
+-- backlog of elements waiting for a vector (src/embed/).
+--
+-- The grounding text is the one definition of what an element "means" for
+-- semantic search (RC10 §5.2.2). It is defined here, once, and used by the
+-- in-database model (background worker and kip_embed_pending), by the
+-- kip.embedding_backlog view that external embedders read, and by the
+-- staleness triggers below.
+--
+-- Staleness: an element whose `embedding` is NULL is waiting for a vector.
+-- Inserts start NULL (whoever writes them: KIP, plain SQL, pg_restore of a
+-- dump taken before the vector existed). An update that changes the
+-- grounding text sets the embedding back to NULL in the same statement,
+-- so a write never waits for the model and search never uses a vector of
+-- text that is gone.
+
+-- Concepts: "<type>: <name>", then aliases, description and the salient
+-- text attributes an agent writes (an Event's content_summary, a summary).
+-- Capped at 2,000 characters: the model reads at most 256 tokens anyway.
+CREATE FUNCTION kip.concept_grounding_text(p_type text, p_name text, p_attributes jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT left(concat_ws('. ',
+        p_type || ': ' || p_name,
+        CASE WHEN jsonb_typeof(p_attributes -> 'aliases') = 'array'
+                  AND jsonb_array_length(p_attributes -> 'aliases') > 0
+             THEN 'Also known as ' || (SELECT string_agg(a.alias, ', ')
+                                       FROM jsonb_array_elements_text(p_attributes -> 'aliases') AS a(alias)) END,
+        nullif(p_attributes ->> 'description', ''),
+        nullif(p_attributes ->> 'content_summary', ''),
+        nullif(p_attributes ->> 'summary', '')
+    ), 2000)
+$$;
+COMMENT ON FUNCTION kip.concept_grounding_text(text, text, jsonb) IS
+    'The text a concept is embedded from: type, name, aliases, description, content_summary, summary';
+
+-- How an endpoint reads inside a proposition's text: a concept by its name,
+-- a proposition (higher-order link) by its predicate.
+CREATE FUNCTION kip.endpoint_label(p_space text, p_id bigint) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(
+        (SELECT c.name FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
+        (SELECT replace(p.predicate, '_', ' ') FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id),
+        '')
+$$;
+
+-- Propositions: "<subject name> <predicate words> <object name>", then the
+-- link's description.
+CREATE FUNCTION kip.proposition_grounding_text(p_space text, p_subject bigint, p_predicate text,
+                                               p_object bigint, p_attributes jsonb) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT left(concat_ws('. ',
+        concat_ws(' ', kip.endpoint_label(p_space, p_subject), replace(p_predicate, '_', ' '),
+                       kip.endpoint_label(p_space, p_object)),
+        nullif(p_attributes ->> 'description', '')
+    ), 2000)
+$$;
+COMMENT ON FUNCTION kip.proposition_grounding_text(text, bigint, text, bigint, jsonb) IS
+    'The text a proposition is embedded from: subject name, predicate, object name, description';
+
+-- An update that changes the grounding text makes the vector stale.
+CREATE FUNCTION kip.concept_embedding_stale() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.embedding IS NOT NULL
+       AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding
+       AND kip.concept_grounding_text(NEW.type, NEW.name, NEW.attributes)
+           IS DISTINCT FROM kip.concept_grounding_text(OLD.type, OLD.name, OLD.attributes) THEN
+        NEW.embedding := NULL;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE FUNCTION kip.proposition_embedding_stale() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.embedding IS NOT NULL
+       AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding
+       AND kip.proposition_grounding_text(NEW.space, NEW.subject, NEW.predicate, NEW.object, NEW.attributes)
+           IS DISTINCT FROM
+           kip.proposition_grounding_text(OLD.space, OLD.subject, OLD.predicate, OLD.object, OLD.attributes) THEN
+        NEW.embedding := NULL;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+-- Fired only by updates of the columns the grounding text reads: a write of
+-- the vector itself (or of metadata) never pays for the comparison.
+CREATE TRIGGER concepts_embedding_stale BEFORE UPDATE OF type, name, attributes ON kip.concepts
+    FOR EACH ROW EXECUTE FUNCTION kip.concept_embedding_stale();
+CREATE TRIGGER propositions_embedding_stale
+    BEFORE UPDATE OF predicate, subject_concept, subject_link, object_concept, object_link, attributes
+    ON kip.propositions
+    FOR EACH ROW EXECUTE FUNCTION kip.proposition_embedding_stale();
+
+-- The backlog is found through these partial indexes, so looking for work
+-- costs nothing when there is none.
+CREATE INDEX concepts_embedding_pending_idx ON kip.concepts (id) WHERE embedding IS NULL;
+CREATE INDEX propositions_embedding_pending_idx ON kip.propositions (id) WHERE embedding IS NULL;
+
+-- Every element waiting for a vector, with the text to embed: what an
+-- application that embeds elsewhere (kip.embedding_provider = 'external')
+-- reads before calling kip_set_embedding(id, vector).
+CREATE VIEW kip.embedding_backlog AS
+SELECT c.space, 'C:' || c.id AS id, 'concept' AS kind,
+       kip.concept_grounding_text(c.type, c.name, c.attributes) AS grounding_text
+FROM kip.concepts c
+WHERE c.embedding IS NULL
+UNION ALL
+SELECT p.space, 'P:' || p.id || ':' || p.predicate, 'proposition',
+       kip.proposition_grounding_text(p.space, p.subject, p.predicate, p.object, p.attributes)
+FROM kip.propositions p
+WHERE p.embedding IS NULL;
+COMMENT ON VIEW kip.embedding_backlog IS
+    'Elements whose embedding is missing or stale, with the grounding text to embed';

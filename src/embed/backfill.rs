@@ -1,0 +1,105 @@
+//! Embedding the backlog: every element whose `embedding` is NULL (new, or
+//! stale since its grounding text changed) gets a vector from the
+//! in-database model, in batches of `kip.embedding_batch` texts.
+//!
+//! Nothing is locked while the model runs. A vector is written only if the
+//! element is still waiting and its grounding text is still the text that
+//! was embedded, so a write that lands meanwhile is never overwritten with a
+//! vector of the old text: it simply stays in the backlog for the next pass.
+
+use super::{runtime, settings};
+use crate::exec::{extensions, spi, Access, SqlParam};
+use kip_lang::KipError;
+
+/// The two kinds of element, with the SQL that reads their backlog and
+/// writes their vectors.
+#[derive(Clone, Copy)]
+enum Kind {
+    Concept,
+    Proposition,
+}
+
+impl Kind {
+    fn pending_sql(self) -> &'static str {
+        match self {
+            Kind::Concept => {
+                "SELECT c.id, kip.concept_grounding_text(c.type, c.name, c.attributes)
+                 FROM kip.concepts c WHERE c.embedding IS NULL AND c.id > $1 AND ($3::text IS NULL OR c.space = $3)
+                 ORDER BY c.id LIMIT $2"
+            }
+            Kind::Proposition => {
+                "SELECT p.id, kip.proposition_grounding_text(p.space, p.subject, p.predicate, p.object, p.attributes)
+                 FROM kip.propositions p WHERE p.embedding IS NULL AND p.id > $1 AND ($3::text IS NULL OR p.space = $3)
+                 ORDER BY p.id LIMIT $2"
+            }
+        }
+    }
+
+    fn store_sql(self, vector: &str) -> String {
+        match self {
+            Kind::Concept => format!(
+                "UPDATE kip.concepts c SET embedding = $3::{vector}
+                 WHERE c.id = $1 AND c.embedding IS NULL
+                   AND kip.concept_grounding_text(c.type, c.name, c.attributes) = $2"
+            ),
+            Kind::Proposition => format!(
+                "UPDATE kip.propositions p SET embedding = $3::{vector}
+                 WHERE p.id = $1 AND p.embedding IS NULL
+                   AND kip.proposition_grounding_text(p.space, p.subject, p.predicate, p.object, p.attributes) = $2"
+            ),
+        }
+    }
+}
+
+/// Whether any element is waiting for a vector (cheap: a partial index).
+pub fn has_pending() -> Result<bool, KipError> {
+    let v = spi::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE embedding IS NULL)
+             OR EXISTS (SELECT 1 FROM kip.propositions WHERE embedding IS NULL)",
+        &[],
+        Access::ReadOnly,
+    )?;
+    Ok(v == serde_json::Value::Bool(true))
+}
+
+/// Embed up to `max` waiting elements (all of them with `None`) of one
+/// space (every space with `None`); returns how many vectors were stored.
+/// Concepts first, then propositions, in id order. Fails when the model
+/// cannot run.
+pub fn embed_pending(max: Option<i64>, space: Option<&str>) -> Result<i64, KipError> {
+    runtime::ensure_loaded().map_err(super::model_error)?;
+    let vector = extensions::vector_type()?;
+    let mut budget = max.unwrap_or(i64::MAX).max(0);
+    let mut stored = 0;
+    for kind in [Kind::Concept, Kind::Proposition] {
+        let store = kind.store_sql(&vector);
+        let mut after = 0i64;
+        while budget > 0 {
+            pgrx::check_for_interrupts!();
+            let take = budget.min(settings::batch() as i64);
+            let rows = spi::query(kind.pending_sql(), &[SqlParam::Int(after), SqlParam::Int(take), space.map_or(SqlParam::NullText, |s| SqlParam::Text(s.to_string()))], Access::ReadOnly)?;
+            if rows.is_empty() {
+                break;
+            }
+            let batch: Vec<(i64, String)> = rows
+                .iter()
+                .filter_map(|r| Some((r[0].as_i64()?, r[1].as_str().unwrap_or_default().to_string())))
+                .collect();
+            after = batch.last().map_or(after, |(id, _)| *id);
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = runtime::embed(&texts).map_err(super::model_error)?;
+            for ((id, text), v) in batch.iter().zip(vectors) {
+                stored += spi::execute(
+                    &store,
+                    &[SqlParam::Int(*id), SqlParam::Text(text.clone()), SqlParam::RealArray(v)],
+                    Access::ReadWrite,
+                )? as i64;
+            }
+            budget -= batch.len() as i64;
+            if (rows.len() as i64) < take {
+                break;
+            }
+        }
+    }
+    Ok(stored)
+}

@@ -1,0 +1,223 @@
+//! The sentence-embedding model inside a backend: ONNX Runtime, loaded
+//! dynamically from the library `scripts/setup.sh` installs, running
+//! all-MiniLM-L6-v2 (int8) on the CPU, with the model's own WordPiece
+//! tokenizer.
+//!
+//! Loaded lazily, at most once per backend process, on the first text to
+//! embed: never in the postmaster (a forked backend must not inherit
+//! runtime threads or handles), and never by a backend that does not search.
+//! A load failure is remembered for the life of the backend (the reason is
+//! logged once), so a missing or corrupt model costs one attempt, not one per
+//! query; semantic search then degrades to keyword.
+//!
+//! Pooling is the sentence-transformers recipe: mean of the last hidden
+//! state over the attention mask, then L2 normalisation, so the cosine of two
+//! vectors is their dot product.
+
+use super::settings;
+use ort::session::Session;
+use ort::value::Tensor;
+use std::cell::RefCell;
+use std::path::PathBuf;
+use tokenizers::{Tokenizer, TruncationParams};
+
+/// Dimensions of the model's vectors (the `vector(384)` columns).
+pub const DIMENSIONS: usize = 384;
+
+/// Tokens the model reads at most per text (sentence-transformers'
+/// `max_seq_length` for this model); longer texts are truncated.
+const MAX_TOKENS: usize = 256;
+
+/// The files of the model, as installed by `scripts/setup.sh`.
+pub struct ModelFiles {
+    pub runtime_library: PathBuf,
+    pub model: PathBuf,
+    pub tokenizer: PathBuf,
+}
+
+impl ModelFiles {
+    pub fn from_settings() -> ModelFiles {
+        let dir = settings::model_dir();
+        ModelFiles {
+            runtime_library: settings::runtime_library(),
+            model: dir.join("model.onnx"),
+            tokenizer: dir.join("tokenizer.json"),
+        }
+    }
+
+    /// Every file is in place, or the reason the model cannot load.
+    pub fn check(&self) -> Result<(), String> {
+        match [&self.runtime_library, &self.model, &self.tokenizer].into_iter().find(|p| !p.is_file()) {
+            None => Ok(()),
+            Some(path) => Err(format!(
+                "{} does not exist (scripts/setup.sh installs the model; see kip.embedding_model_dir and kip.onnxruntime_library)",
+                path.display()
+            )),
+        }
+    }
+}
+
+struct Model {
+    session: Session,
+    tokenizer: Tokenizer,
+    // Keeps the process-wide ONNX Runtime environment alive.
+    _env: ort::environment::Environment,
+}
+
+thread_local! {
+    /// `None`: not tried yet; `Some(Err)`: tried and failed, with the reason.
+    static MODEL: RefCell<Option<Result<Model, String>>> = const { RefCell::new(None) };
+}
+
+/// Whether the model is loaded, or can be; the reason when it cannot.
+pub fn ensure_loaded() -> Result<(), String> {
+    MODEL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let loaded = load(&ModelFiles::from_settings());
+            if let Err(reason) = &loaded {
+                pgrx::log!("kip: the embedding model is not available, semantic search falls back to keyword: {reason}");
+            }
+            *slot = Some(loaded);
+        }
+        match slot.as_ref() {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(reason)) => Err(reason.clone()),
+            None => unreachable!("the slot was filled above"),
+        }
+    })
+}
+
+/// Whether a load was already attempted and failed (without attempting one).
+pub fn known_failure() -> Option<String> {
+    MODEL.with(|cell| match cell.borrow().as_ref() {
+        Some(Err(reason)) => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+fn load(files: &ModelFiles) -> Result<Model, String> {
+    files.check()?;
+    // ONNX Runtime aborts the process on some internal errors by throwing
+    // C++ exceptions through its C API boundary only in debug builds; the
+    // release library reports errors as status codes, which ort turns into
+    // `Err`. A Rust panic inside ort or tokenizers is caught here.
+    std::panic::catch_unwind(|| load_unguarded(files))
+        .unwrap_or_else(|_| Err("the embedding runtime panicked while loading the model".to_string()))
+}
+
+fn load_unguarded(files: &ModelFiles) -> Result<Model, String> {
+    let env = ort::init_from(&files.runtime_library)
+        .map_err(|e| format!("cannot load ONNX Runtime: {e}"))?
+        .with_name("kip")
+        .build()
+        .map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
+    let threads = settings::threads();
+    let configure = |e: &dyn std::fmt::Display| format!("cannot configure ONNX Runtime: {e}");
+    let mut builder = Session::builder(&env)
+        .map_err(|e| configure(&e))?
+        .with_intra_threads(threads)
+        .map_err(|e| configure(&e))?
+        .with_inter_threads(1)
+        .map_err(|e| configure(&e))?
+        .with_intra_op_spinning(false)
+        .map_err(|e| configure(&e))?;
+    let session = builder
+        .commit_from_file(&files.model)
+        .map_err(|e| format!("cannot load the model {}: {e}", files.model.display()))?;
+    let mut tokenizer = Tokenizer::from_file(&files.tokenizer)
+        .map_err(|e| format!("cannot load the tokenizer {}: {e}", files.tokenizer.display()))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
+        .map_err(|e| format!("cannot configure the tokenizer: {e}"))?;
+    Ok(Model { session, tokenizer, _env: env })
+}
+
+/// Embed texts, one L2-normalised vector each.
+pub fn embed(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+    ensure_loaded()?;
+    MODEL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let Some(Ok(model)) = slot.as_mut() else {
+            return Err("the embedding model is not loaded".to_string());
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(texts)))
+            .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
+    })
+}
+
+impl Model {
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut encodings = Vec::with_capacity(texts.len());
+        for text in texts {
+            let enc = self.tokenizer.encode(*text, true).map_err(|e| format!("tokenizer: {e}"))?;
+            encodings.push(enc);
+        }
+        // One padded batch: [batch, seq] for ids, mask and token types.
+        let batch = encodings.len();
+        let seq = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
+        let mut ids = vec![0i64; batch * seq];
+        let mut mask = vec![0i64; batch * seq];
+        let types = vec![0i64; batch * seq];
+        for (row, enc) in encodings.iter().enumerate() {
+            for (col, (&id, &m)) in enc.get_ids().iter().zip(enc.get_attention_mask()).enumerate() {
+                ids[row * seq + col] = i64::from(id);
+                mask[row * seq + col] = i64::from(m);
+            }
+        }
+        let shape = vec![batch as i64, seq as i64];
+        let tensor = |data: Vec<i64>| Tensor::from_array((shape.clone(), data)).map_err(|e| format!("input tensor: {e}"));
+        let inputs = ort::inputs![
+            "input_ids" => tensor(ids)?,
+            "attention_mask" => tensor(mask.clone())?,
+            "token_type_ids" => tensor(types)?,
+        ];
+        let outputs = self.session.run(inputs).map_err(|e| format!("model run: {e}"))?;
+        let (out_shape, hidden) = outputs["last_hidden_state"]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| format!("model output: {e}"))?;
+        let dims: Vec<i64> = out_shape.iter().copied().collect();
+        if dims != [batch as i64, seq as i64, DIMENSIONS as i64] {
+            return Err(format!("unexpected model output shape {dims:?}"));
+        }
+        Ok((0..batch).map(|row| mean_pool(&hidden[row * seq * DIMENSIONS..(row + 1) * seq * DIMENSIONS], &mask[row * seq..(row + 1) * seq])).collect())
+    }
+}
+
+/// Mean of the token vectors the mask keeps, L2-normalised.
+fn mean_pool(hidden: &[f32], mask: &[i64]) -> Vec<f32> {
+    let mut sum = vec![0f32; DIMENSIONS];
+    let mut count = 0f32;
+    for (token, &m) in hidden.chunks_exact(DIMENSIONS).zip(mask) {
+        if m != 0 {
+            for (s, v) in sum.iter_mut().zip(token) {
+                *s += v;
+            }
+            count += 1.0;
+        }
+    }
+    let count = count.max(1e-9);
+    sum.iter_mut().for_each(|s| *s /= count);
+    let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    sum.iter_mut().for_each(|s| *s /= norm);
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_pooling_ignores_padding_and_normalises() {
+        let mut hidden = vec![0f32; DIMENSIONS * 3];
+        hidden[0] = 3.0; // token 0, dim 0
+        hidden[DIMENSIONS + 1] = 4.0; // token 1, dim 1
+        hidden[2 * DIMENSIONS + 2] = 100.0; // padding, must not count
+        let v = mean_pool(&hidden, &[1, 1, 0]);
+        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6 && v[2] == 0.0, "{:?}", &v[..3]);
+    }
+}

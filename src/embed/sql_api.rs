@@ -1,0 +1,130 @@
+//! SQL functions around embeddings.
+//!
+//! | function | what it does |
+//! |---|---|
+//! | `kip_embed(text) → real[]` | the in-database model's vector of a text |
+//! | `kip_embed_pending(max integer DEFAULT NULL, space text DEFAULT NULL) → bigint` | embed the backlog now (all of it, or up to `max`; every space, or one); returns the vectors stored |
+//! | `kip_set_embedding(id text, embedding real[]) → boolean` | store an application's vector for an element of the current space |
+//! | `kip_search(command text, query_embedding real[], parameters jsonb DEFAULT '{}') → jsonb` | run a SEARCH with the application's query vector |
+//! | `kip_embedding_status() → jsonb` | provider, model, availability and backlog size |
+
+use super::{backfill, check_vector, settings};
+use crate::api::envelope;
+use crate::compile::element::ElementKind;
+use crate::compile::kml_ids;
+use crate::exec::{extensions, spi, subxact, Access, SqlParam};
+use crate::sql_api::raise;
+use crate::{engine, space};
+use kip_lang::{ErrorCode, KipError};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::json;
+
+/// The vector the in-database model gives `text` (L2-normalised, 384 floats).
+#[pg_extern(volatile, parallel_unsafe)]
+fn kip_embed(text: &str) -> Vec<f32> {
+    super::runtime::ensure_loaded().map_err(super::model_error).and_then(|_| super::embed_one(text)).unwrap_or_else(|e| raise(e))
+}
+
+/// Embed waiting elements now (of every space of this database, or of one);
+/// returns how many vectors were stored.
+#[pg_extern(volatile, parallel_unsafe)]
+fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<&str>, "NULL")) -> i64 {
+    let space = space.map(|s| space::validate(s).unwrap_or_else(|e| raise(e)));
+    if let Some(m) = max {
+        if m < 0 {
+            raise(KipError::new(ErrorCode::InvalidSyntax, format!("max = {m} is negative"))
+                .with_hint("Pass NULL to embed the whole backlog, or a positive cap."));
+        }
+    }
+    let provider = settings::provider().unwrap_or_else(|e| raise(e));
+    if provider != settings::Provider::Onnx {
+        raise(KipError::new(
+            ErrorCode::InvalidSyntax,
+            format!("kip.embedding_provider is {}: the in-database model does not embed", provider.name()),
+        )
+        .with_hint("With the external provider, read kip.embedding_backlog and call kip_set_embedding(id, vector)."));
+    }
+    backfill::embed_pending(max.map(i64::from), space.as_ref().map(|s| s.name())).unwrap_or_else(|e| raise(e))
+}
+
+/// Store an application's vector for an element of the current space.
+/// Returns false when the element does not exist.
+#[pg_extern(volatile, parallel_unsafe)]
+fn kip_set_embedding(id: &str, embedding: Vec<Option<f32>>) -> bool {
+    set_embedding(id, embedding).unwrap_or_else(|e| raise(e))
+}
+
+fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError> {
+    let vector: Vec<f32> = embedding
+        .into_iter()
+        .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the embedding contains NULL").with_hint("Every component must be a number.")))
+        .collect::<Result<_, _>>()?;
+    check_vector(&vector, "the embedding")?;
+    let parsed = kml_ids::parse(id)?;
+    let Some(row) = parsed.id else { return Ok(false) };
+    let space = space::current()?;
+    let vector_type = extensions::vector_type()?;
+    let sql = match parsed.kind {
+        ElementKind::Concept => format!("UPDATE kip.concepts SET embedding = $3::{vector_type} WHERE space = $1 AND id = $2"),
+        ElementKind::Proposition => format!(
+            "UPDATE kip.propositions SET embedding = $3::{vector_type} WHERE space = $1 AND id = $2 AND ($4::text IS NULL OR predicate = $4)"
+        ),
+    };
+    let mut params = vec![space.param(), SqlParam::Int(row), SqlParam::RealArray(vector)];
+    if parsed.kind == ElementKind::Proposition {
+        params.push(parsed.predicate.map_or(SqlParam::NullText, SqlParam::Text));
+    }
+    Ok(spi::execute(&sql, &params, Access::ReadWrite)? > 0)
+}
+
+/// Run one SEARCH command with `query_embedding` as its query vector: for
+/// applications that embed elsewhere (`kip.embedding_provider = 'external'`;
+/// vectors never travel inside KIP text). Read-only; returns the envelope.
+#[pg_extern(stable, parallel_unsafe)]
+fn kip_search(command: &str, query_embedding: Vec<Option<f32>>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+    JsonB(envelope::single(search_with_vector(command, query_embedding, parameters.map(|p| p.0))))
+}
+
+fn search_with_vector(
+    command: &str,
+    query_embedding: Vec<Option<f32>>,
+    parameters: Option<serde_json::Value>,
+) -> Result<envelope::Outcome, KipError> {
+    let vector: Vec<f32> = query_embedding
+        .into_iter()
+        .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the query embedding contains NULL").with_hint("Every component must be a number.")))
+        .collect::<Result<_, _>>()?;
+    check_vector(&vector, "the query embedding")?;
+    let request = crate::api::request::single(command, &parameters.unwrap_or_else(|| json!({})))?;
+    let script = engine::prepare(&request.commands[0], engine::Mode::ReadOnly)?;
+    if !matches!(script.commands.as_slice(), [kip_lang::ast::Command::Search(_)]) {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_search runs exactly one SEARCH command")
+            .with_hint("Use kip_execute_readonly for other commands."));
+    }
+    let space = space::current()?;
+    if !subxact::run_isolated(|| space::exists(&space))? {
+        return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist yet", space.name()))
+            .with_hint("Write to it once with kip_execute, or call kip_create_space(name)."));
+    }
+    let ctx = engine::Ctx { space, access: Access::ReadOnly };
+    super::with_external_query(vector, || subxact::run_isolated(|| engine::execute_script(&script, &ctx)))
+}
+
+/// Provider, model, whether semantic search is available here (and why
+/// not), and how many elements wait for a vector.
+#[pg_extern(volatile, parallel_unsafe)]
+fn kip_embedding_status() -> JsonB {
+    let availability = super::availability(true);
+    let pending = spi::query(
+        "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
+                (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL)",
+        &[],
+        Access::ReadOnly,
+    )
+    .unwrap_or_else(|e| raise(e));
+    let mut v = availability.describe();
+    v["available"] = json!(availability.available);
+    v["pending"] = json!({ "concepts": pending[0][0], "propositions": pending[0][1] });
+    JsonB(v)
+}

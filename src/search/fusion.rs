@@ -1,0 +1,136 @@
+//! Fusing the keyword and semantic rankings of a hybrid SEARCH.
+//!
+//! * **RRF** (default): Reciprocal Rank Fusion with k = 60, the constant of
+//!   Cormack et al. (2009). An element at rank r (1-based) of a list earns
+//!   1 / (k + r); the sum over both lists is scaled by k / 2, so `_score` is
+//!   k / (k + 1) ≈ 0.984 for an element ranked first by both, and stays
+//!   below 1.
+//! * **Weighted** (`kip.hybrid_fusion = 'weighted'`): each list's scores are
+//!   min–max normalised over the query's hits, then 0.7 × semantic +
+//!   0.3 × keyword, scaled by the same k / (k + 1), so both methods share
+//!   one range and a perfect hit scores the same.
+//!
+//! Two rules keep the fusion honest:
+//! * a keyword hit takes part only if its keyword score reaches
+//!   `KEYWORD_FLOOR`: a word such as "for" matches half a memory, and rank
+//!   fusion would otherwise give those matches the same weight as a real one;
+//! * an element that waits for its embedding cannot be ranked by meaning, so
+//!   its keyword evidence stands for both halves (its semantic rank is taken
+//!   to be its keyword rank): a new element found by its exact name is not
+//!   pushed down by elements the model has already seen.
+
+use super::Hit;
+use crate::embed::settings::Fusion;
+use std::collections::HashMap;
+
+/// The RRF constant.
+pub const RRF_K: f64 = 60.0;
+const SEMANTIC_WEIGHT: f64 = 0.7;
+const KEYWORD_WEIGHT: f64 = 0.3;
+/// Weakest keyword score that takes part in a fusion.
+pub const KEYWORD_FLOOR: f64 = 0.15;
+
+/// The highest fused score, reached only by an element both lists rank first.
+pub fn ceiling() -> f64 {
+    RRF_K / (RRF_K + 1.0)
+}
+
+/// Fuse two rankings (each ordered best first) into one, best first; ties
+/// are broken by id so the order is deterministic.
+pub fn fuse(keyword: &[Hit], semantic: &[Hit], method: Fusion) -> Vec<Hit> {
+    let keyword: Vec<Hit> = keyword.iter().copied().filter(|h| h.score >= KEYWORD_FLOOR).collect();
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    match method {
+        Fusion::Rrf => {
+            let rrf = |rank: usize| 1.0 / (RRF_K + rank as f64 + 1.0);
+            for (rank, hit) in keyword.iter().enumerate() {
+                let halves = if hit.unembedded { 2.0 } else { 1.0 };
+                *scores.entry(hit.id).or_default() += halves * rrf(rank);
+            }
+            for (rank, hit) in semantic.iter().enumerate() {
+                *scores.entry(hit.id).or_default() += rrf(rank);
+            }
+            scores.values_mut().for_each(|s| *s *= RRF_K / 2.0);
+        }
+        Fusion::Weighted => {
+            for (hit, normalised) in keyword.iter().zip(min_max(&keyword)) {
+                let weight = if hit.unembedded { KEYWORD_WEIGHT + SEMANTIC_WEIGHT } else { KEYWORD_WEIGHT };
+                *scores.entry(hit.id).or_default() += weight * normalised;
+            }
+            for (hit, normalised) in semantic.iter().zip(min_max(semantic)) {
+                *scores.entry(hit.id).or_default() += SEMANTIC_WEIGHT * normalised;
+            }
+            scores.values_mut().for_each(|s| *s *= ceiling());
+        }
+    }
+    let mut fused: Vec<Hit> = scores.into_iter().map(|(id, score)| Hit { id, score, unembedded: false }).collect();
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+    fused
+}
+
+/// Scores rescaled to [0, 1] over the list: its best hit 1, its worst 0
+/// (every hit 1 when they are all equal).
+fn min_max(list: &[Hit]) -> Vec<f64> {
+    let max = list.iter().map(|h| h.score).fold(f64::NEG_INFINITY, f64::max);
+    let min = list.iter().map(|h| h.score).fold(f64::INFINITY, f64::min);
+    list.iter()
+        .map(|h| if max > min { (h.score - min) / (max - min) } else { 1.0 })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(ids: &[i64]) -> Vec<Hit> {
+        ids.iter().enumerate().map(|(i, &id)| Hit { id, score: 0.9 - i as f64 * 0.1, unembedded: false }).collect()
+    }
+
+    fn hit(id: i64, score: f64) -> Hit {
+        Hit { id, score, unembedded: false }
+    }
+
+    #[test]
+    fn rrf_ranks_agreement_first_and_stays_below_one() {
+        let fused = fuse(&hits(&[1, 2, 3]), &hits(&[2, 1, 4]), Fusion::Rrf);
+        assert_eq!(fused.iter().map(|h| h.id).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        assert!(fused.iter().all(|h| h.score > 0.0 && h.score < 1.0));
+        let top = fuse(&hits(&[7]), &hits(&[7]), Fusion::Rrf);
+        assert!((top[0].score - ceiling()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_element_only_one_list_knows_is_kept() {
+        let fused = fuse(&hits(&[1]), &[], Fusion::Rrf);
+        assert_eq!(fused.len(), 1);
+        assert!((fused[0].score - RRF_K / 2.0 / (RRF_K + 1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn weighted_prefers_semantic_and_normalises_each_list() {
+        let kw = vec![hit(1, 0.9), hit(2, 0.2)];
+        let sem = vec![hit(2, 0.6), hit(1, 0.2)];
+        let fused = fuse(&kw, &sem, Fusion::Weighted);
+        assert_eq!(fused[0].id, 2);
+        assert!((fused[0].score - 0.7 * ceiling()).abs() < 1e-12);
+        assert!((fused[1].score - 0.3 * ceiling()).abs() < 1e-12);
+        let both = fuse(&kw[..1], &sem[..1].iter().map(|h| Hit { id: 1, ..*h }).collect::<Vec<_>>(), Fusion::Weighted);
+        assert!(both[0].score < 1.0);
+    }
+
+    #[test]
+    fn weak_keyword_matches_stay_out_of_the_fusion() {
+        let fused = fuse(&[hit(1, 0.05)], &[hit(2, 0.5)], Fusion::Rrf);
+        assert_eq!(fused.iter().map(|h| h.id).collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn an_unembedded_keyword_hit_counts_for_both_halves() {
+        let new = Hit { id: 9, score: 0.99, unembedded: true };
+        let fused = fuse(&[new, hit(1, 0.5)], &hits(&[1, 2, 3]), Fusion::Rrf);
+        assert_eq!(fused[0].id, 9, "{fused:?}");
+        assert!((fused[0].score - ceiling()).abs() < 1e-12);
+        let fused = fuse(&[new, hit(1, 0.5)], &hits(&[1, 2, 3]), Fusion::Weighted);
+        assert_eq!(fused[0].id, 9, "{fused:?}");
+    }
+}

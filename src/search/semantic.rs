@@ -1,0 +1,118 @@
+//! Semantic retrieval: the elements whose grounding-text embedding is
+//! nearest (cosine) to the query's embedding, through pgvector.
+//!
+//! Two plans, chosen per query:
+//! * **exact** when the space (and type) holds at most `EXACT_MAX`
+//!   elements: every vector is compared, nothing can be missed, and at that
+//!   size it is as fast as the index;
+//! * **HNSW** otherwise, with pgvector's iterative index scan
+//!   (`hnsw.iterative_scan = relaxed_order`), so filtering by space, kind and
+//!   WITH TYPE keeps scanning the graph until enough rows pass the filter
+//!   instead of returning fewer; `hnsw.ef_search` grows with LIMIT. Both
+//!   settings are changed for this statement only and restored after it.
+//!
+//! Elements not embedded yet (`embedding IS NULL`) are not candidates here;
+//! hybrid SEARCH still finds them through its keyword half.
+//!
+//! Score: cosine similarity, clamped to [0, SCORE_CEILING].
+
+use super::{Hit, Query};
+use crate::compile::element::ElementKind;
+use crate::compile::Params;
+use crate::engine::Ctx;
+use crate::exec::{extensions, spi, SqlParam};
+use kip_lang::KipError;
+
+/// Largest candidate set searched exactly.
+const EXACT_MAX: i64 = 2000;
+
+/// Scores saturate below 1: an identical text still scores under it.
+pub const SCORE_CEILING: f64 = 0.9999;
+
+/// The table, and the column WITH TYPE restricts, of each kind.
+fn table(kind: ElementKind) -> (&'static str, &'static str) {
+    match kind {
+        ElementKind::Concept => ("kip.concepts", "type"),
+        ElementKind::Proposition => ("kip.propositions", "predicate"),
+    }
+}
+
+/// The `k` nearest elements to `vector`, best first.
+pub fn search(q: &Query, vector: &[f32], k: i64, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
+    let (table, type_column) = table(q.kind);
+    let mut params = Params::new();
+    let space = params.text(ctx.space.name());
+    let type_filter = match q.with_type {
+        Some(t) => format!("AND e.{type_column} = {}", params.text(t)),
+        None => String::new(),
+    };
+    let count_sql = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM {table} e WHERE e.space = {space} {type_filter} LIMIT {limit}) s",
+        limit = EXACT_MAX + 1
+    );
+    let population = spi::query_scalar(&count_sql, params.values(), ctx.access)?.as_i64().unwrap_or(0);
+    if population == 0 {
+        return Ok(Vec::new());
+    }
+    let exact = population <= EXACT_MAX;
+    let vector_param = format!("{}::{}", params.push(SqlParam::RealArray(vector.to_vec())), extensions::vector_type()?);
+    let distance = format!("(e.embedding {} {vector_param})", extensions::vector_op("<=>")?);
+    // `+ 0` hides the distance from the HNSW index: the exact plan sorts.
+    let order = if exact { format!("{distance} + 0") } else { distance.clone() };
+    let limit = params.int(k.max(1));
+    let sql = format!(
+        "SELECT n.id, n.sim FROM (
+           SELECT e.id, (1 - {distance})::float8 AS sim
+           FROM {table} e
+           WHERE e.space = {space} AND e.embedding IS NOT NULL {type_filter}
+           ORDER BY {order}
+           LIMIT {limit}
+         ) n
+         ORDER BY n.sim DESC, n.id"
+    );
+    let rows = if exact {
+        spi::query(&sql, params.values(), ctx.access)?
+    } else {
+        with_iterative_scan(k, ctx, || spi::query(&sql, params.values(), ctx.access))?
+    };
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64().unwrap_or(0.0).clamp(0.0, SCORE_CEILING), unembedded: false })
+        })
+        .collect())
+}
+
+/// Run `body` with pgvector's iterative HNSW scan on and `ef_search` sized
+/// for `k`, then put both settings back as they were.
+fn with_iterative_scan<T>(k: i64, ctx: &Ctx, body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
+    let ef_search = k.clamp(40, 1000).to_string();
+    // The first column reads the old values before the later ones set the
+    // new (a target list is evaluated left to right); `'[1]'::vector` makes
+    // sure pgvector, and so its settings, are loaded.
+    let vector = extensions::vector_type()?;
+    let old = spi::query(
+        &format!(
+            "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'),
+                    set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)
+             FROM (SELECT '[1]'::{vector}) AS loaded"
+        ),
+        &[SqlParam::Text(ef_search)],
+        ctx.access,
+    )?;
+    let restore = |row: &[serde_json::Value]| -> Result<(), KipError> {
+        let old_ef = row.first().and_then(|v| v.as_str()).unwrap_or("40").to_string();
+        let old_scan = row.get(1).and_then(|v| v.as_str()).unwrap_or("off").to_string();
+        spi::query(
+            "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)",
+            &[SqlParam::Text(old_ef), SqlParam::Text(old_scan)],
+            ctx.access,
+        )?;
+        Ok(())
+    };
+    let result = body();
+    if let Some(row) = old.first() {
+        restore(row)?;
+    }
+    result
+}

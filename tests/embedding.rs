@@ -1,0 +1,442 @@
+//! Semantic and hybrid SEARCH with the in-database embedding model:
+//! vectors equal to an independent reference, paraphrases found by meaning,
+//! staleness, the background worker's backfill, the external provider, and
+//! the fallback to keyword without a model.
+
+use kip_integration_tests::{connect, dsn_for, ensure_database, err_code, fresh_space, kip, ok, use_space};
+use postgres::{Client, NoTls};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+fn embed(c: &mut Client, text: &str) -> Vec<f64> {
+    let v: Vec<f32> = c.query_one("SELECT kip_embed($1)", &[&text]).expect("kip_embed").get(0);
+    v.into_iter().map(f64::from).collect()
+}
+
+fn names(hits: &Value) -> Vec<String> {
+    hits.as_array().unwrap_or_else(|| panic!("not an array: {hits}")).iter().map(|h| h["name"].as_str().unwrap_or("").to_string()).collect()
+}
+
+fn scores(hits: &Value) -> Vec<f64> {
+    hits.as_array().unwrap().iter().map(|h| h["metadata"]["_score"].as_f64().unwrap()).collect()
+}
+
+fn embed_space(c: &mut Client, space: &str) -> i64 {
+    c.query_one("SELECT kip_embed_pending(NULL, $1)", &[&space]).expect("kip_embed_pending").get(0)
+}
+
+/// kip's vectors for fixed texts equal the reference vectors computed once
+/// with onnxruntime in Python (scripts/reference_embeddings.py).
+#[test]
+fn vectors_match_the_python_reference() {
+    let mut c = connect();
+    let reference: Value =
+        serde_json::from_str(include_str!("data/embedding_reference.json")).expect("reference vectors");
+    for item in reference["vectors"].as_array().unwrap() {
+        let text = item["text"].as_str().unwrap();
+        let expected: Vec<f64> = item["vector"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let got = embed(&mut c, text);
+        assert_eq!(got.len(), 384);
+        let cos = cosine(&got, &expected);
+        assert!(cos >= 0.999, "cosine {cos} for {text:?}");
+        let norm = got.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm} for {text:?}");
+    }
+}
+
+/// A memory where the right answer shares meaning, not words, with the question.
+const MEMORY: &[(&str, &str)] = &[
+    ("Cetirizine", "An antihistamine that relieves seasonal allergies such as sneezing and itchy eyes."),
+    ("Ibuprofen", "A nonsteroidal anti-inflammatory drug that reduces pain, fever and swelling."),
+    ("Omeprazole", "Reduces stomach acid; used for heartburn and acid reflux."),
+    ("Metformin", "First-line medication for type 2 diabetes; lowers blood sugar."),
+    ("Atorvastatin", "A statin that lowers LDL cholesterol and cardiovascular risk."),
+    ("Melatonin", "A hormone supplement that helps regulate sleep and jet lag."),
+    ("Loperamide", "Slows intestinal movement to stop diarrhea."),
+    ("Amoxicillin", "A penicillin antibiotic against bacterial infections such as strep throat."),
+    ("Salbutamol", "A bronchodilator inhaler that opens the airways during an asthma attack."),
+    ("Sertraline", "An antidepressant (SSRI) prescribed for depression and anxiety."),
+    ("Dark mode", "A user interface colour scheme with light text on a dark background, easier on the eyes at night."),
+    ("Sourdough", "Bread leavened with wild yeast and lactic acid bacteria, with a tangy flavour."),
+];
+
+const QUESTIONS: &[(&str, &str)] = &[
+    ("pill for hay fever", "Cetirizine"),
+    ("something for a headache and temperature", "Ibuprofen"),
+    ("burning feeling in the chest after meals", "Omeprazole"),
+    ("medicine that controls glucose", "Metformin"),
+    ("drug to bring down cholesterol", "Atorvastatin"),
+    ("I cannot fall asleep", "Melatonin"),
+    ("upset stomach with loose stools", "Loperamide"),
+    ("treatment for a bacterial sore throat", "Amoxicillin"),
+    ("help breathing when wheezing", "Salbutamol"),
+    ("feeling very sad for weeks", "Sertraline"),
+    ("black theme for the screen", "Dark mode"),
+    ("tangy fermented loaf", "Sourdough"),
+];
+
+fn build_memory(c: &mut Client) -> String {
+    let space = fresh_space(c, "semantic");
+    ok(kip(
+        c,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} SET ATTRIBUTES { description: "A thing worth remembering." } } }"#,
+        json!({}),
+    ));
+    for (name, description) in MEMORY {
+        ok(kip(
+            c,
+            r#"UPSERT { CONCEPT ?i { {type: "Item", name: :name} SET ATTRIBUTES { description: :description } } }"#,
+            json!({"name": name, "description": description}),
+        ));
+    }
+    assert!(embed_space(c, &space) >= MEMORY.len() as i64);
+    space
+}
+
+fn rank_of(hits: &Value, name: &str) -> Option<usize> {
+    names(hits).iter().position(|n| n == name)
+}
+
+#[test]
+fn semantic_and_hybrid_find_paraphrases() {
+    let mut c = connect();
+    build_memory(&mut c);
+    for mode in ["semantic", "hybrid"] {
+        let mut found = 0;
+        let mut misses = Vec::new();
+        for (question, answer) in QUESTIONS {
+            let hits = ok(kip(
+                &mut c,
+                &format!(r#"SEARCH CONCEPT :q WITH TYPE "Item" MODE "{mode}" LIMIT 5"#),
+                json!({"q": question}),
+            ));
+            let s = scores(&hits);
+            assert!(s.iter().all(|x| (0.0..1.0).contains(x)) && s.windows(2).all(|w| w[0] >= w[1]), "{mode}: {hits}");
+            match rank_of(&hits, answer) {
+                Some(_) => found += 1,
+                None => misses.push(format!("{question:?} → {:?}", names(&hits))),
+            }
+        }
+        assert!(found * 10 >= QUESTIONS.len() * 9, "{mode}: {found}/{} in the top 5; misses: {misses:?}", QUESTIONS.len());
+        println!("{mode}: {found}/{} paraphrases in the top 5", QUESTIONS.len());
+    }
+    // The default mode is hybrid when the model is available.
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "pill for hay fever" WITH TYPE "Item" LIMIT 3"#, json!({})));
+    assert!(rank_of(&hits, "Cetirizine").is_some(), "{hits}");
+    // Exact names still win in hybrid, and THRESHOLD 1.0 returns nothing.
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "Metformin" MODE "hybrid" LIMIT 3"#, json!({})));
+    assert_eq!(names(&hits)[0], "Metformin", "{hits}");
+    for mode in ["keyword", "semantic", "hybrid"] {
+        let hits = ok(kip(&mut c, &format!(r#"SEARCH CONCEPT "Metformin" MODE "{mode}" THRESHOLD 1.0"#), json!({})));
+        assert_eq!(hits, json!([]), "{mode}");
+    }
+}
+
+#[test]
+fn hybrid_finds_elements_not_embedded_yet_and_rewrites_make_vectors_stale() {
+    let mut c = connect();
+    build_memory(&mut c);
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?i { {type: "Item", name: "Zolpidem"} SET ATTRIBUTES { description: "A sedative for short-term insomnia." } } }"#,
+        json!({}),
+    ));
+    let pending: bool = c
+        .query_one("SELECT embedding IS NULL FROM kip.concepts WHERE space = current_setting('kip.space') AND name = 'Zolpidem'", &[])
+        .unwrap()
+        .get(0);
+    assert!(pending, "a new element waits for its vector");
+    let hybrid = ok(kip(&mut c, r#"SEARCH CONCEPT "Zolpidem" MODE "hybrid""#, json!({})));
+    assert_eq!(names(&hybrid)[0], "Zolpidem", "keyword half of hybrid: {hybrid}");
+    let semantic = ok(kip(&mut c, r#"SEARCH CONCEPT "Zolpidem" MODE "semantic""#, json!({})));
+    assert!(rank_of(&semantic, "Zolpidem").is_none(), "not embedded yet: {semantic}");
+
+    // Metadata does not touch the grounding text; a new description does.
+    let stale = |c: &mut Client, name: &str| -> bool {
+        c.query_one(
+            "SELECT embedding IS NULL FROM kip.concepts WHERE space = current_setting('kip.space') AND name = $1",
+            &[&name],
+        )
+        .unwrap()
+        .get(0)
+    };
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?i { {type: "Item", name: "Melatonin"} } WITH METADATA { confidence: 0.5 } }"#, json!({})));
+    assert!(!stale(&mut c, "Melatonin"));
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?i { {type: "Item", name: "Melatonin"} SET ATTRIBUTES { description: "A cheese made from sheep milk." } } }"#,
+        json!({}),
+    ));
+    assert!(stale(&mut c, "Melatonin"));
+    // Plain SQL writes are caught by the same trigger.
+    c.execute(
+        "UPDATE kip.concepts SET attributes = attributes || '{\"description\": \"Bread.\"}' WHERE space = current_setting('kip.space') AND name = 'Sourdough'",
+        &[],
+    )
+    .unwrap();
+    assert!(stale(&mut c, "Sourdough"));
+    let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    assert_eq!(embed_space(&mut c, &space), 3);
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "sheep cheese" WITH TYPE "Item" MODE "semantic" LIMIT 1"#, json!({})));
+    assert_eq!(names(&hits), vec!["Melatonin"], "re-embedded from its new text");
+}
+
+#[test]
+fn propositions_are_searched_by_meaning() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "semprop");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?d { {type: "$ConceptType", name: "Drug"} }
+          CONCEPT ?s { {type: "$ConceptType", name: "Symptom"} }
+          CONCEPT ?t { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { subject_types: ["Drug"], object_types: ["Symptom"] } }
+          CONCEPT ?c { {type: "$PropositionType", name: "causes"} SET ATTRIBUTES { subject_types: ["Drug"], object_types: ["Symptom"] } }
+        }"#,
+        json!({}),
+    ));
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?n { {type: "Symptom", name: "Nausea"} }
+          CONCEPT ?m { {type: "Symptom", name: "Migraine"} }
+          CONCEPT ?a { {type: "Drug", name: "Sumatriptan"} SET PROPOSITIONS { ("treats", ?m) ("causes", ?n) } }
+        }"#,
+        json!({}),
+    ));
+    assert!(embed_space(&mut c, &space) > 0);
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "medicine that relieves bad headaches" MODE "semantic" LIMIT 1"#, json!({})));
+    assert_eq!(hits[0]["predicate"], "treats", "{hits}");
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "side effect: feeling sick" MODE "semantic" LIMIT 1"#, json!({})));
+    assert_eq!(hits[0]["predicate"], "causes", "{hits}");
+}
+
+#[test]
+fn primer_advertises_the_search_capability() {
+    let mut c = connect();
+    fresh_space(&mut c, "primer");
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    assert_eq!(primer["search"]["modes"], json!(["keyword", "semantic", "hybrid"]), "{primer}");
+    assert_eq!(primer["search"]["default_mode"], "hybrid");
+    assert!(primer["search"]["embedding_model"].as_str().unwrap().contains("MiniLM"));
+}
+
+#[test]
+fn without_a_model_semantic_and_hybrid_fall_back_to_keyword() {
+    // A fresh backend: the model loads once per backend.
+    ensure_database("kip_test");
+    let mut c = Client::connect(&dsn_for("kip_test"), NoTls).unwrap();
+    c.batch_execute("SET kip.embedding_model_dir = '/nonexistent/kip-model'").unwrap();
+    fresh_space(&mut c, "nomodel");
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} }
+                    CONCEPT ?d { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { description: "Relieves pain." } } }"#,
+        json!({}),
+    ));
+    for mode in ["semantic", "hybrid"] {
+        let hits = ok(kip(&mut c, &format!(r#"SEARCH CONCEPT "aspirin" MODE "{mode}""#), json!({})));
+        assert_eq!(names(&hits)[0], "Aspirin", "{mode}: {hits}");
+    }
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    assert_eq!(primer["search"]["modes"], json!(["keyword"]), "{primer}");
+    assert!(primer["search"]["fallback"].as_str().unwrap().contains("/nonexistent/kip-model"), "{primer}");
+    let err = c.query_one("SELECT kip_embed('x')", &[]).unwrap_err();
+    assert!(format!("{err:?}").contains("KIP_4003"), "{err:?}");
+}
+
+#[test]
+fn a_corrupt_model_file_is_a_fallback_not_a_crash() {
+    let dir = std::env::temp_dir().join(format!("kip-corrupt-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.onnx"), b"this is not an ONNX model").unwrap();
+    std::fs::copy("/usr/share/postgresql/15/kip/all-minilm-l6-v2/tokenizer.json", dir.join("tokenizer.json"))
+        .or_else(|_| std::fs::write(dir.join("tokenizer.json"), b"{}").map(|_| 0))
+        .unwrap();
+    ensure_database("kip_test");
+    let mut c = Client::connect(&dsn_for("kip_test"), NoTls).unwrap();
+    c.execute("SELECT set_config('kip.embedding_model_dir', $1, false)", &[&dir.to_string_lossy().as_ref()]).unwrap();
+    fresh_space(&mut c, "corrupt");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?d { {type: "Drug", name: "Aspirin"} } }"#, json!({})));
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "aspirin" MODE "semantic""#, json!({})));
+    assert_eq!(names(&hits)[0], "Aspirin", "{hits}");
+    let status: Value = c.query_one("SELECT kip_embedding_status()", &[]).unwrap().get(0);
+    assert_eq!(status["available"], false, "{status}");
+    assert!(status["fallback"].as_str().unwrap().contains("cannot load the model"), "{status}");
+    // The backend is alive and answers.
+    let one: i32 = c.query_one("SELECT 1", &[]).unwrap().get(0);
+    assert_eq!(one, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_external_provider_stores_and_searches_application_vectors() {
+    let mut c = connect();
+    c.batch_execute("SET kip.embedding_provider = 'external'").unwrap();
+    let space = fresh_space(&mut c, "external");
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Note"} }
+                    CONCEPT ?a { {type: "Note", name: "Alpha"} SET ATTRIBUTES { description: "First." } }
+                    CONCEPT ?b { {type: "Note", name: "Beta"} SET ATTRIBUTES { description: "Second." } } }"#,
+        json!({}),
+    ));
+    let backlog = c
+        .query(
+            "SELECT id, grounding_text FROM kip.embedding_backlog WHERE space = $1 AND grounding_text LIKE 'Note: %' ORDER BY grounding_text",
+            &[&space],
+        )
+        .unwrap();
+    let texts: Vec<String> = backlog.iter().map(|r| r.get(1)).collect();
+    assert_eq!(texts, vec!["Note: Alpha. First.", "Note: Beta. Second."]);
+    let ids: Vec<String> = backlog.iter().map(|r| r.get(0)).collect();
+    let unit = |i: usize| -> Vec<f32> { (0..384).map(|d| if d == i { 1.0 } else { 0.0 }).collect() };
+    for (id, axis) in ids.iter().zip([0, 1]) {
+        let stored: bool = c.query_one("SELECT kip_set_embedding($1, $2)", &[id, &unit(axis)]).unwrap().get(0);
+        assert!(stored);
+    }
+    // Wrong dimension, NaN, zero vector, unknown and malformed ids.
+    let short: Vec<f32> = vec![1.0; 3];
+    let err = c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &short]).unwrap_err();
+    assert!(format!("{err:?}").contains("384"), "{err:?}");
+    let nan: Vec<f32> = (0..384).map(|_| f32::NAN).collect();
+    assert!(c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &nan]).is_err());
+    let zero: Vec<f32> = vec![0.0; 384];
+    assert!(c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &zero]).is_err());
+    let missing: bool = c.query_one("SELECT kip_set_embedding('C:999999999', $1)", &[&unit(0)]).unwrap().get(0);
+    assert!(!missing);
+    assert!(c.query_one("SELECT kip_set_embedding('X:1', $1)", &[&unit(0)]).is_err());
+    // The in-database model does not embed under the external provider.
+    assert!(c.query_one("SELECT kip_embed_pending()", &[]).is_err());
+
+    let search = |c: &mut Client, v: &Vec<f32>| -> Value {
+        c.query_one("SELECT kip_search($1, $2, '{}')", &[&r#"SEARCH CONCEPT "ignored words" WITH TYPE "Note" MODE "semantic""#, v])
+            .unwrap()
+            .get(0)
+    };
+    let near_beta: Vec<f32> = (0..384).map(|d| match d { 0 => 0.2, 1 => 0.9, _ => 0.0 }).collect();
+    let hits = ok(search(&mut c, &near_beta));
+    assert_eq!(names(&hits), vec!["Beta", "Alpha"], "{hits}");
+    assert!(scores(&hits)[0] > 0.9 && scores(&hits)[0] < 1.0);
+    let bad = c.query_one("SELECT kip_search('FIND(?x) WHERE { ?x {type: \"Note\"} }', $1)", &[&unit(0)]).unwrap();
+    let bad: Value = bad.get(0);
+    assert_eq!(err_code(&bad), "KIP_1001");
+    // Through kip_execute, the external provider has no query vector: keyword.
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "Alpha" MODE "semantic""#, json!({})));
+    assert_eq!(names(&hits)[0], "Alpha");
+}
+
+/// The background worker embeds a new element within 2 s of its commit.
+/// It serves the database `kip_worker_test` (scripts/cluster.sh).
+#[test]
+fn the_worker_embeds_new_elements_within_two_seconds() {
+    ensure_database("kip_worker_test");
+    let mut c = Client::connect(&dsn_for("kip_worker_test"), NoTls).unwrap();
+    // The worker restarts every 10 s until its database exists.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let up: bool = c
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = current_database())",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if up {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no kip worker serves kip_worker_test (kip.worker_databases)");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let space = fresh_space(&mut c, "worker");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} } }"#, json!({})));
+    // Let the worker clear the bootstrap backlog of the new space first.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let waiting: i64 = c
+            .query_one("SELECT count(*) FROM kip.embedding_backlog WHERE space = $1", &[&space])
+            .unwrap()
+            .get(0);
+        if waiting == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the worker left {waiting} elements unembedded for 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    use_space(&mut c, &space);
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?i { {type: "Item", name: "Cetirizine"} SET ATTRIBUTES { description: "An antihistamine for seasonal allergies." } } }"#,
+        json!({}),
+    ));
+    let committed = Instant::now();
+    loop {
+        let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "pill for hay fever" WITH TYPE "Item" MODE "semantic" LIMIT 1"#, json!({})));
+        if names(&hits) == vec!["Cetirizine"] {
+            break;
+        }
+        assert!(committed.elapsed() < Duration::from_secs(2), "not searchable by meaning 2 s after commit: {hits}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("semantically searchable {} ms after commit", committed.elapsed().as_millis());
+}
+
+#[test]
+fn hostile_search_input_gets_kip_errors() {
+    let mut c = connect();
+    fresh_space(&mut c, "hostile");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Setting"} SET ATTRIBUTES { description: "A preference." } } }"#, json!({})));
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?d { {type: "Setting", name: "深色模式"} SET ATTRIBUTES { aliases: ["ダークモード", "dark theme"], description: "界面使用深色背景。" } } }"#,
+        json!({}),
+    ));
+    for mode in ["keyword", "semantic", "hybrid"] {
+        assert_eq!(err_code(&kip(&mut c, &format!(r#"SEARCH CONCEPT "" MODE "{mode}""#), json!({}))), "KIP_1001");
+        let huge = "word ".repeat(20_000);
+        assert_eq!(err_code(&kip(&mut c, &format!(r#"SEARCH CONCEPT :t MODE "{mode}""#), json!({"t": huge}))), "KIP_4002");
+        for t in ["-0.1", "1.5"] {
+            assert_eq!(err_code(&kip(&mut c, &format!(r#"SEARCH CONCEPT "x" MODE "{mode}" THRESHOLD {t}"#), json!({}))), "KIP_1001");
+        }
+        // Any script: CJK names and aliases are found by keyword (and so by
+        // hybrid, whose semantic half has no vectors here yet).
+        let hits = ok(kip(&mut c, &format!(r#"SEARCH CONCEPT "深色模式" MODE "{mode}""#), json!({})));
+        let alias = ok(kip(&mut c, &format!(r#"SEARCH CONCEPT "ダークモード" MODE "{mode}""#), json!({})));
+        if mode != "semantic" {
+            assert_eq!(names(&hits)[0], "深色模式", "{mode}: {hits}");
+            assert_eq!(names(&alias)[0], "深色模式", "{mode}: {alias}");
+        }
+        for term in ["'; DROP TABLE kip.concepts; --", "%_\\", "🙂🙃", "\u{202e}rtl", "ñ"] {
+            ok(kip(&mut c, &format!(r#"SEARCH CONCEPT :t MODE "{mode}""#), json!({"t": term})));
+        }
+    }
+    assert_eq!(err_code(&kip(&mut c, r#"SEARCH CONCEPT "x" MODE "telepathic""#, json!({}))), "KIP_1001");
+    assert_eq!(err_code(&kip(&mut c, r#"SEARCH CONCEPT "x" MODE :m"#, json!({"m": "fuzzy"}))), "KIP_1001");
+}
+
+#[test]
+fn search_works_with_an_empty_search_path() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "searchpath");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?d { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { description: "Relieves pain." } } }"#, json!({})));
+    embed_space(&mut c, &space);
+    c.batch_execute("SET search_path = ''").unwrap();
+    for (term, mode) in [("aspirn", "keyword"), ("aspirin", "keyword"), ("aspirin", "semantic"), ("aspirin", "hybrid")] {
+        let env: Value = c
+            .query_one(
+                "SELECT public.kip_execute($1::text, '{}'::jsonb)",
+                &[&format!(r#"SEARCH CONCEPT "{term}" WITH TYPE "Drug" MODE "{mode}""#)],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(names(&ok(env.clone()))[0], "Aspirin", "{mode}: {env}");
+    }
+    c.batch_execute("RESET search_path").unwrap();
+}
