@@ -42,20 +42,20 @@ fn scores(hits: &Value) -> Vec<f64> {
 fn exact_alias_fuzzy_and_description_hits_are_ranked() {
     let mut c = connect();
     setup(&mut c);
-    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "aspirin" LIMIT 5"#, json!({})));
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "aspirin" LIMIT 5 MODE "keyword""#, json!({})));
     assert_eq!(names(&hits)[0], "Aspirin", "{hits}");
     assert_eq!(scores(&hits)[0], 0.99);
     assert_eq!(hits[0]["_type"], "ConceptNode");
     // Alias, typo and description matches.
-    assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "acetylsalicylic acid""#, json!({}))))[0], "Aspirin");
-    assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "ibuprofn""#, json!({}))))[0], "Ibuprofen");
-    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "pain""#, json!({})));
+    assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "acetylsalicylic acid" MODE "keyword""#, json!({}))))[0], "Aspirin");
+    assert_eq!(names(&ok(kip(&mut c, r#"SEARCH CONCEPT "ibuprofn" MODE "keyword""#, json!({}))))[0], "Ibuprofen");
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "pain" MODE "keyword""#, json!({})));
     assert!(names(&hits).contains(&"Headache".to_string()), "{hits}");
     // Scores are in [0, 1) and descending.
     let s = scores(&hits);
     assert!(s.iter().all(|x| (0.0..1.0).contains(x)) && s.windows(2).all(|w| w[0] >= w[1]), "{hits}");
     // Nothing like it: an honest miss.
-    assert_eq!(ok(kip(&mut c, r#"SEARCH CONCEPT "zzqxv""#, json!({}))), json!([]));
+    assert_eq!(ok(kip(&mut c, r#"SEARCH CONCEPT "zzqxv" MODE "keyword""#, json!({}))), json!([]));
 }
 
 #[test]
@@ -81,15 +81,15 @@ fn with_type_threshold_limit_and_modes() {
 fn search_propositions_by_predicate_and_its_description() {
     let mut c = connect();
     setup(&mut c);
-    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" LIMIT 10"#, json!({})));
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" LIMIT 10 MODE "keyword""#, json!({})));
     let arr = hits.as_array().unwrap();
     assert_eq!(arr.len(), 2, "{hits}");
     assert!(arr.iter().all(|h| h["_type"] == "PropositionLink" && h["predicate"] == "treats"));
     assert!(arr.iter().all(|h| h["metadata"]["_score"].as_f64().unwrap() == 0.99));
     // The predicate's definition describes it as relieving symptoms.
-    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "relieves" WITH TYPE "treats""#, json!({})));
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "relieves" WITH TYPE "treats" MODE "keyword""#, json!({})));
     assert_eq!(hits.as_array().unwrap().len(), 2, "{hits}");
-    let none = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" WITH TYPE "causes""#, json!({})));
+    let none = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" WITH TYPE "causes" MODE "keyword""#, json!({})));
     assert_eq!(none, json!([]));
 }
 

@@ -138,9 +138,15 @@ fn main() {
         let done: i64 = c.query_one("SELECT kip_embed_pending($1, $2)", &[&sample, &space]).unwrap().get(0);
         backfill_rate = done as f64 / t.elapsed().as_secs_f64();
         println!("backfill: {done} texts in {:.1} s = {backfill_rate:.0} texts/s (1 thread)", t.elapsed().as_secs_f64());
+        // The rest with every core (the thread count is read when a
+        // backend loads the model, so on a new connection).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut bulk = connect();
+        use_space(&mut bulk, &space);
+        bulk.batch_execute(&format!("SET kip.embedding_threads = {cores}")).unwrap();
         let t = Instant::now();
-        let rest: i64 = c.query_one("SELECT kip_embed_pending(NULL, $1)", &[&space]).unwrap().get(0);
-        println!("embedded the remaining {rest} in {:.0} s", t.elapsed().as_secs_f64());
+        let rest: i64 = bulk.query_one("SELECT kip_embed_pending(NULL, $1)", &[&space]).unwrap().get(0);
+        println!("embedded the remaining {rest} in {:.0} s ({cores} threads)", t.elapsed().as_secs_f64());
     }
     let writes_without_backlog = write_rate(&mut c, "clear", 300);
     c.execute("SELECT kip_embed_pending(NULL, $1)", &[&space]).unwrap();
