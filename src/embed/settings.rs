@@ -6,7 +6,7 @@
 //! | `kip.embedding_model_dir`   | `$sharedir/kip/all-minilm-l6-v2` | superuser | folder with `model.onnx` and `tokenizer.json` |
 //! | `kip.onnxruntime_library`   | `$pkglibdir/kip/libonnxruntime.so` | superuser | the ONNX Runtime shared library |
 //! | `kip.embedding_threads`     | `1`                              | user      | ONNX Runtime intra-op threads per backend (read when the model loads) |
-//! | `kip.embedding_batch`       | `32`                             | user      | texts per model run when the backlog is embedded |
+//! | `kip.embedding_batch`       | `16`                             | user      | texts per model run when the backlog is embedded |
 //! | `kip.hybrid_fusion`         | `rrf`                            | user      | `rrf`: Reciprocal Rank Fusion (k = 60); `weighted`: 0.7 semantic + 0.3 keyword over min–max normalised scores |
 //!
 //! The two paths are superuser-only: they name files the server process
@@ -21,7 +21,7 @@ pub static PROVIDER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>
 pub static MODEL_DIR: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static RUNTIME_LIBRARY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static THREADS: GucSetting<i32> = GucSetting::<i32>::new(1);
-pub static BATCH: GucSetting<i32> = GucSetting::<i32>::new(32);
+pub static BATCH: GucSetting<i32> = GucSetting::<i32>::new(16);
 pub static FUSION: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"rrf"));
 
 /// Where `scripts/setup.sh` installs the model, below the server's share

@@ -21,7 +21,10 @@ use pgrx::JsonB;
 use serde_json::json;
 
 /// The vector the in-database model gives `text` (L2-normalised, 384 floats).
-#[pg_extern(volatile, parallel_unsafe)]
+/// STABLE, so `ORDER BY embedding <=> kip_embed('…')::vector LIMIT k` is an
+/// HNSW index scan with the text embedded once; parallel restricted, so
+/// parallel workers never load a model of their own.
+#[pg_extern(stable, parallel_restricted)]
 fn kip_embed(text: &str) -> Vec<f32> {
     super::runtime::ensure_loaded().map_err(super::model_error).and_then(|_| super::embed_one(text)).unwrap_or_else(|e| raise(e))
 }

@@ -9,11 +9,20 @@
 //! **Candidates** come only from index-backed, bounded top-k lookups, so no
 //! query scores more rows than it needs, whatever the size of the memory:
 //! * exact name, case-insensitive (`(space, lower(name))` btree);
-//! * for each word of the term, up to `candidates` elements containing it
-//!   (GIN on `search_text`): words are OR-ed, so `hiking chess` finds an
-//!   element that mentions either;
-//! * the names nearest to the term by trigram distance (GiST KNN), for typos;
-//! * names containing the term (trigram GiST), for terms of 3+ characters.
+//! * elements containing every word of the term (GIN on `search_text`);
+//! * for each word that is not common, up to `candidates` elements
+//!   containing it: words are OR-ed, so `hiking chess` finds an element that
+//!   mentions either. A common word (in `COMMON_ROWS` elements or more by
+//!   the planner's statistics, or in `DF_CAP` of the space by count) brings
+//!   no candidates of its own: any handful of the thousands that contain
+//!   it would be arbitrary, and reading its whole posting list is what made
+//!   keyword search slow at scale. It still counts in the score;
+//! * names containing the term (trigram GiST), for terms of 3+ characters;
+//! * the names nearest to the term by trigram distance (GiST KNN), for
+//!   typos, when the memory is small (`FUZZY_ALWAYS_BELOW` elements), or
+//!   when nothing above matched a term of at most `FUZZY_MAX_WORDS` words:
+//!   a trigram KNN scan over a large table costs tens of milliseconds, so
+//!   there it is the fallback for a misspelt name, not a routine source.
 //!
 //! **Score** of a candidate, the best of:
 //! * 0.99 for the exact name (0.99 for the exact predicate of a link);
@@ -26,6 +35,12 @@
 //!   count more) and by its saturating term frequency with length
 //!   normalisation (k1 = 1.2, b = 0.75), divided by the total weight of the
 //!   term's words, so containing every word scores highest.
+//!
+//! Where a word's posting list drives a lookup, the space is written
+//! `(space = $1) IS TRUE`: a filter on the rows the GIN index returns, never
+//! a second bitmap built from the space's btree (every element of a large
+//! space) and AND-ed with it, which the planner otherwise picks when it
+//! cannot see how rare the word is.
 //!
 //! pg_trgm is called schema-qualified (`exec::extensions`), so keyword search
 //! works whatever `search_path` is.
@@ -41,7 +56,20 @@ use kip_lang::KipError;
 const MAX_WORDS: usize = 16;
 /// Document frequencies are counted up to this many elements: beyond it a
 /// word is common, and counting further would cost more than it tells.
-const DF_CAP: i64 = 1000;
+const DF_CAP: i64 = 200;
+/// A word the planner's statistics (`pg_stats.most_common_elems` of
+/// `search_text`) put in at least this many rows is common without being
+/// counted: counting it would read a posting list of that size.
+const COMMON_ROWS: i64 = 2000;
+/// A word in at least this share of all elements (by the statistics) is
+/// frequent: its candidates are read by a short scan that stops at the
+/// first matches, not from its long posting list.
+const FREQUENT_SHARE: f64 = 0.02;
+/// Below this many elements (all spaces), trigram matching always runs.
+const FUZZY_ALWAYS_BELOW: i64 = 20_000;
+/// Above `FUZZY_ALWAYS_BELOW`, typo matching is tried for terms of at most
+/// this many words (a name), not for questions.
+const FUZZY_MAX_WORDS: i64 = 3;
 
 /// The term as a LIKE pattern matching it anywhere, with LIKE's own
 /// metacharacters escaped (computed in SQL from the bound term).
@@ -50,26 +78,56 @@ fn like_pattern(term: &str) -> String {
 }
 
 /// The words of the term with their inverse document frequency over the
-/// space (`df` in `table`, `n` the table's size estimate), as CTEs `terms`
-/// and `idf`.
+/// space (`df` in `table`, `n` the table's size estimate), as CTEs `terms`,
+/// `df` (with `common`: the word brings no candidates of its own) and `idf`.
 fn idf_ctes(table: &str, space: &str, term: &str) -> String {
+    let (schema, name) = table.split_once('.').expect("a schema-qualified table");
     format!(
         "terms AS MATERIALIZED (
            SELECT w.lexeme, plainto_tsquery('simple', w.lexeme) AS tq
            FROM unnest(tsvector_to_array(to_tsvector('simple', {term}))) AS w(lexeme)
            LIMIT {MAX_WORDS}
          ),
-         df AS MATERIALIZED (
+         stats AS MATERIALIZED (
+           SELECT greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = '{table}'::regclass), 0)::float8 AS n,
+                  (SELECT s.most_common_elems::text::text[] FROM pg_stats s
+                   WHERE s.schemaname = '{schema}' AND s.tablename = '{name}' AND s.attname = 'search_text') AS elems,
+                  (SELECT s.most_common_elem_freqs FROM pg_stats s
+                   WHERE s.schemaname = '{schema}' AND s.tablename = '{name}' AND s.attname = 'search_text') AS freqs
+         ),
+         estimated AS MATERIALIZED (
            SELECT t.lexeme, t.tq,
-                  (SELECT count(*) FROM (SELECT 1 FROM {table} e WHERE e.space = {space} AND e.search_text @@ t.tq LIMIT {DF_CAP}) s)::float8 AS df
-           FROM terms t
+                  coalesce(st.freqs[array_position(st.elems, t.lexeme::text)] * st.n, 0)::float8 AS rows
+           FROM terms t, stats st
+         ),
+         df AS MATERIALIZED (
+           SELECT e.lexeme, e.tq, d.df, d.df >= {DF_CAP} AS common,
+                  e.rows / greatest((SELECT n FROM stats), 1) >= {FREQUENT_SHARE} AS frequent
+           FROM estimated e, LATERAL (
+             SELECT CASE WHEN e.rows >= {COMMON_ROWS} THEN e.rows
+                         ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} x
+                                                     WHERE (x.space = {space}) IS TRUE AND x.search_text @@ e.tq
+                                                     LIMIT {DF_CAP}) s)::float8
+                    END AS df) d
          ),
          idf AS MATERIALIZED (
            SELECT d.lexeme, d.tq, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf
            FROM df d,
-                (SELECT greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = '{table}'::regclass),
-                                 (SELECT max(df) FROM df), 1)::float8 AS n) n
+                (SELECT greatest((SELECT n FROM stats), (SELECT max(df) FROM df), 1)::float8 AS n) n
          )"
+    )
+}
+
+/// Whether trigram matching (names containing the term, names near it)
+/// runs: always on a small memory, else only when the word sources found
+/// nothing (`primary_cand` empty) for a short term. A trigram scan of a
+/// large table costs tens of milliseconds when the term's trigrams are
+/// common, so there it is the fallback for a partial or misspelt name.
+fn trigram_gate(term: &str) -> String {
+    format!(
+        "((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW}
+          OR (NOT EXISTS (SELECT 1 FROM primary_cand)
+              AND array_length(regexp_split_to_array(btrim({term}), '\\s+'), 1) <= {FUZZY_MAX_WORDS}))"
     )
 }
 
@@ -117,21 +175,41 @@ fn concepts_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipErr
     let knn = extensions::trgm_op("<->")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
+    let trigram = trigram_gate(&term);
     let sql = format!(
         "WITH {idf},
-         cand AS (
+         primary_cand AS MATERIALIZED (
            (SELECT c.id FROM kip.concepts c
             WHERE c.space = {space} AND lower(c.name) = lower({term}) {type_filter} LIMIT 20)
            UNION
-           (SELECT x.id FROM idf, LATERAL (
+           (SELECT c.id FROM kip.concepts c
+            WHERE (SELECT count(*) FROM terms) > 1
+              AND (c.space = {space}) IS TRUE AND c.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
+           UNION
+           (SELECT x.id FROM df, LATERAL (
               SELECT c.id FROM kip.concepts c
-              WHERE c.space = {space} AND c.search_text @@ idf.tq {type_filter} LIMIT {cand}) x)
+              WHERE (c.space = {space}) IS TRUE AND c.search_text @@ df.tq {type_filter} LIMIT {cand}) x
+            WHERE NOT df.common)
+           UNION
+           -- `IS TRUE` keeps the planner off the GIN index, and the order
+           -- puts it on the (space, name) btree: the scan reads the space's
+           -- own rows and stops at the first matches, instead of reading
+           -- the word's whole posting list.
+           (SELECT x.id FROM df, LATERAL (
+              SELECT c.id FROM kip.concepts c
+              WHERE c.space = {space} AND (c.search_text @@ df.tq) IS TRUE {type_filter}
+              ORDER BY c.name LIMIT {cand}) x
+            WHERE df.common AND df.frequent)
+         ),
+         cand AS (
+           SELECT id FROM primary_cand
            UNION
            (SELECT c.id FROM kip.concepts c
-            WHERE c.space = {space} {type_filter} ORDER BY c.name {knn} {term} LIMIT 20)
+            WHERE {trigram} AND length({term}) >= 3
+              AND c.space = {space} AND c.name ILIKE {like} {type_filter} LIMIT {cand})
            UNION
            (SELECT c.id FROM kip.concepts c
-            WHERE length({term}) >= 3 AND c.space = {space} AND c.name ILIKE {like} {type_filter} LIMIT {cand})
+            WHERE {trigram} AND c.space = {space} {type_filter} ORDER BY c.name {knn} {term} LIMIT 20)
          ),
          docs AS MATERIALIZED (
            SELECT c.id, c.name, c.attributes, c.search_text, length(c.search_text)::float8 AS dl,
@@ -195,9 +273,13 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
            LIMIT 50
          ),
          cand AS (
-           (SELECT x.id FROM idf, LATERAL (
+           (SELECT l.id FROM kip.propositions l
+            WHERE (l.space = {space}) IS TRUE AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
+           UNION
+           (SELECT x.id FROM df, LATERAL (
               SELECT l.id FROM kip.propositions l
-              WHERE l.space = {space} AND l.search_text @@ idf.tq {type_filter} LIMIT {cand}) x)
+              WHERE (l.space = {space}) IS TRUE AND l.search_text @@ df.tq {type_filter} LIMIT {cand}) x
+            WHERE NOT df.common)
            UNION
            (SELECT x.id FROM preds, LATERAL (
               SELECT l.id FROM kip.propositions l
