@@ -102,8 +102,12 @@ CREATE INDEX propositions_object_concept_idx ON kip.propositions (object_concept
 CREATE INDEX propositions_subject_link_idx ON kip.propositions (subject_link) WHERE subject_link IS NOT NULL;
 CREATE INDEX propositions_object_link_idx ON kip.propositions (object_link) WHERE object_link IS NOT NULL;
 CREATE INDEX concepts_space_name_idx ON kip.concepts (space, name);
-CREATE INDEX concepts_search_idx ON kip.concepts USING gin (search_text);
-CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text);
+-- Every write of a row, a new vector included, adds its words to the GIN
+-- pending list, which each keyword search reads linearly until (auto)vacuum
+-- merges it: a 4 MB default list after a backfill costs every search ~5 ms
+-- per word. A 256 kB list keeps that cost small and still batches writes.
+CREATE INDEX concepts_search_idx ON kip.concepts USING gin (search_text) WITH (gin_pending_list_limit = 256);
+CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text) WITH (gin_pending_list_limit = 256);
 -- Keyword search (src/search/keyword.rs): exact names case-insensitively, and
 -- trigram GiST for both substring matches and nearest-name-first (KNN) fuzzy
 -- candidates, so a typo is answered by an index-ordered top-k.

@@ -65,6 +65,9 @@ const COMMON_ROWS: i64 = 2000;
 /// frequent: its candidates are read by a short scan that stops at the
 /// first matches, not from its long posting list.
 const FREQUENT_SHARE: f64 = 0.02;
+/// A frequent word's matches are looked for among this many elements per
+/// hit asked.
+const FREQUENT_WINDOW: i64 = 20;
 /// Below this many elements (all spaces), trigram matching always runs.
 const FUZZY_ALWAYS_BELOW: i64 = 20_000;
 /// Above `FUZZY_ALWAYS_BELOW`, typo matching is tried for terms of at most
@@ -118,17 +121,32 @@ fn idf_ctes(table: &str, space: &str, term: &str) -> String {
     )
 }
 
-/// Whether trigram matching (names containing the term, names near it)
-/// runs: always on a small memory, else only when the word sources found
-/// nothing (`primary_cand` empty) for a short term. A trigram scan of a
-/// large table costs tens of milliseconds when the term's trigrams are
-/// common, so there it is the fallback for a partial or misspelt name.
-fn trigram_gate(term: &str) -> String {
-    format!(
-        "((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW}
-          OR (NOT EXISTS (SELECT 1 FROM primary_cand)
-              AND array_length(regexp_split_to_array(btrim({term}), '\\s+'), 1) <= {FUZZY_MAX_WORDS}))"
-    )
+/// When the trigram sources (names containing the term, names near it)
+/// run, beyond a small memory where they always do.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Trigrams {
+    /// Also when the word sources found nothing for a short term: the
+    /// typo fallback of keyword mode.
+    AsFallback,
+    /// Only on a small memory: hybrid mode, whose semantic half answers
+    /// what the words do not.
+    SmallMemoryOnly,
+}
+
+/// Whether trigram matching runs: always on a small memory, else (as a
+/// fallback) only when the word sources found nothing (`primary_cand` and
+/// `frequent_cand` empty) for a short term. A trigram scan of a large table costs tens of
+/// milliseconds when the term's trigrams are common, so there it is the
+/// fallback for a partial or misspelt name, not a routine source.
+fn trigram_gate(term: &str, trigrams: Trigrams) -> String {
+    let fallback = match trigrams {
+        Trigrams::AsFallback => format!(
+            "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM frequent_cand)
+                 AND array_length(regexp_split_to_array(btrim({term}), '\\s+'), 1) <= {FUZZY_MAX_WORDS})"
+        ),
+        Trigrams::SmallMemoryOnly => String::new(),
+    };
+    format!("((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW} {fallback})")
 }
 
 /// The BM25-style text score of the row `d` (with `d.search_text` and its
@@ -143,9 +161,9 @@ fn text_score() -> &'static str {
 }
 
 /// The `k` best keyword hits, best first.
-pub fn search(q: &Query, k: i64, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
+pub fn search(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
     let (sql, params) = match q.kind {
-        ElementKind::Concept => concepts_sql(q, k, ctx)?,
+        ElementKind::Concept => concepts_sql(q, k, trigrams, ctx)?,
         ElementKind::Proposition => propositions_sql(q, k, ctx)?,
     };
     let rows = spi::query(&sql, params.values(), ctx.access)?;
@@ -160,7 +178,7 @@ fn candidates(k: i64) -> i64 {
     (k * 5).clamp(50, 2000)
 }
 
-fn concepts_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipError> {
+fn concepts_sql(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
@@ -170,12 +188,13 @@ fn concepts_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipErr
     };
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
+    let window = params.int(k.max(1) * FREQUENT_WINDOW);
     let like = like_pattern(&term);
     let idf = idf_ctes("kip.concepts", &space, &term);
     let knn = extensions::trgm_op("<->")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
-    let trigram = trigram_gate(&term);
+    let trigram = trigram_gate(&term, trigrams);
     let sql = format!(
         "WITH {idf},
          primary_cand AS MATERIALIZED (
@@ -190,19 +209,23 @@ fn concepts_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipErr
               SELECT c.id FROM kip.concepts c
               WHERE (c.space = {space}) IS TRUE AND c.search_text @@ df.tq {type_filter} LIMIT {cand}) x
             WHERE NOT df.common)
-           UNION
-           -- `IS TRUE` keeps the planner off the GIN index, and the order
-           -- puts it on the (space, name) btree: the scan reads the space's
-           -- own rows and stops at the first matches, instead of reading
-           -- the word's whole posting list.
-           (SELECT x.id FROM df, LATERAL (
-              SELECT c.id FROM kip.concepts c
-              WHERE c.space = {space} AND (c.search_text @@ df.tq) IS TRUE {type_filter}
-              ORDER BY c.name LIMIT {cand}) x
-            WHERE df.common AND df.frequent)
+         ),
+         -- A frequent word's candidates, only when the sources above found
+         -- fewer than asked: the first matches in a bounded window of the
+         -- space read in name order from the (space, name) btree, never the
+         -- word's whole posting list (`IS TRUE` keeps the planner off GIN).
+         frequent_cand AS MATERIALIZED (
+           SELECT x.id FROM df, LATERAL (
+             SELECT w.id FROM (
+               SELECT c.id, c.search_text FROM kip.concepts c
+               WHERE c.space = {space} {type_filter} ORDER BY c.name LIMIT {window}) w
+             WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
+           WHERE df.common AND df.frequent AND (SELECT count(*) FROM primary_cand) < {limit}
          ),
          cand AS (
            SELECT id FROM primary_cand
+           UNION
+           SELECT id FROM frequent_cand
            UNION
            (SELECT c.id FROM kip.concepts c
             WHERE {trigram} AND length({term}) >= 3

@@ -8,7 +8,8 @@
 //! * **HNSW** otherwise, with pgvector's iterative index scan
 //!   (`hnsw.iterative_scan = relaxed_order`), so filtering by space, kind and
 //!   WITH TYPE keeps scanning the graph until enough rows pass the filter
-//!   instead of returning fewer; `hnsw.ef_search` grows with LIMIT. Both
+//!   instead of returning fewer; `hnsw.ef_search` is twice the depth asked
+//!   (at least 64: recall@10 0.945 at 40, see benches/SEARCH-BENCH.md). Both
 //!   settings are changed for this statement only and restored after it.
 //!
 //! Elements not embedded yet (`embedding IS NULL`) are not candidates here;
@@ -86,7 +87,7 @@ pub fn search(q: &Query, vector: &[f32], k: i64, ctx: &Ctx) -> Result<Vec<Hit>, 
 /// Run `body` with pgvector's iterative HNSW scan on and `ef_search` sized
 /// for `k`, then put both settings back as they were.
 fn with_iterative_scan<T>(k: i64, ctx: &Ctx, body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
-    let ef_search = k.clamp(40, 1000).to_string();
+    let ef_search = (2 * k).clamp(64, 1000).to_string();
     // The first column reads the old values before the later ones set the
     // new (a target list is evaluated left to right); `'[1]'::vector` makes
     // sure pgvector, and so its settings, are loaded.
