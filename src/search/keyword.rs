@@ -7,22 +7,24 @@
 //! predicate.
 //!
 //! **Candidates** come only from index-backed, bounded top-k lookups, so no
-//! query scores more rows than it needs, whatever the size of the memory:
+//! query scores more rows than it needs, whatever the size of the memory,
+//! and no source reads the posting list of a common word:
 //! * exact name, case-insensitive (`(space, lower(name))` btree);
-//! * elements containing every word of the term (GIN on `search_text`);
+//! * elements containing every word of a multi-word term (GIN on
+//!   `search_text`);
 //! * for each word that is not common, up to `candidates` elements
 //!   containing it: words are OR-ed, so `hiking chess` finds an element that
-//!   mentions either. A common word (in `COMMON_ROWS` elements or more by
-//!   the planner's statistics, or in `DF_CAP` of the space by count) brings
-//!   no candidates of its own: any handful of the thousands that contain
-//!   it would be arbitrary, and reading its whole posting list is what made
-//!   keyword search slow at scale. It still counts in the score;
-//! * names containing the term (trigram GiST), for terms of 3+ characters;
-//! * the names nearest to the term by trigram distance (GiST KNN), for
-//!   typos, when the memory is small (`FUZZY_ALWAYS_BELOW` elements), or
-//!   when nothing above matched a term of at most `FUZZY_MAX_WORDS` words:
-//!   a trigram KNN scan over a large table costs tens of milliseconds, so
-//!   there it is the fallback for a misspelt name, not a routine source.
+//!   mentions either. A word is common when the planner's statistics
+//!   (`pg_stats.most_common_elems` of `search_text`) put it in `COMMON_ROWS`
+//!   rows or more, or when it is in `DF_CAP` elements of the space by count;
+//! * for a frequent word (`FREQUENT_SHARE` of all rows), only when the
+//!   sources above found fewer than asked: its first matches in a window of
+//!   `FREQUENT_WINDOW` × k elements of the space in name order. Any handful
+//!   of the thousands of elements containing it is as good as another;
+//! * trigram sources, names containing the term (3+ characters) and the
+//!   names nearest to it (GiST KNN): always on a small database
+//!   (`FUZZY_ALWAYS_BELOW` concepts), else only as keyword mode's fallback
+//!   for a misspelt name ([`Trigrams`]).
 //!
 //! **Score** of a candidate, the best of:
 //! * 0.99 for the exact name (0.99 for the exact predicate of a link);
