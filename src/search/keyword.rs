@@ -95,10 +95,12 @@ fn idf_ctes(table: &str, space: &str, term: &str) -> String {
          ),
          stats AS MATERIALIZED (
            SELECT greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = '{table}'::regclass), 0)::float8 AS n,
-                  (SELECT s.most_common_elems::text::text[] FROM pg_stats s
-                   WHERE s.schemaname = '{schema}' AND s.tablename = '{name}' AND s.attname = 'search_text') AS elems,
-                  (SELECT s.most_common_elem_freqs FROM pg_stats s
-                   WHERE s.schemaname = '{schema}' AND s.tablename = '{name}' AND s.attname = 'search_text') AS freqs
+                  s.elems, s.freqs
+           FROM (SELECT 1) one
+           LEFT JOIN LATERAL (
+             SELECT st.most_common_elems::text::text[] AS elems, st.most_common_elem_freqs AS freqs
+             FROM pg_stats st
+             WHERE st.schemaname = '{schema}' AND st.tablename = '{name}' AND st.attname = 'search_text') s ON true
          ),
          estimated AS MATERIALIZED (
            SELECT t.lexeme, t.tq,
