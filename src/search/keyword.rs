@@ -51,7 +51,8 @@ use super::{Hit, Query};
 use crate::compile::element::ElementKind;
 use crate::compile::Params;
 use crate::engine::Ctx;
-use crate::exec::{extensions, spi};
+use super::word_stats;
+use crate::exec::{extensions, spi, SqlParam};
 use kip_lang::KipError;
 
 /// Words of a term that are looked up (the rest are ignored).
@@ -84,23 +85,22 @@ fn like_pattern(term: &str) -> String {
 
 /// The words of the term with their inverse document frequency over the
 /// space (`df` in `table`, `n` the table's size estimate), as CTEs `terms`,
-/// `df` (with `common`: the word brings no candidates of its own) and `idf`.
-fn idf_ctes(table: &str, space: &str, term: &str) -> String {
-    let (schema, name) = table.split_once('.').expect("a schema-qualified table");
-    format!(
+/// `stats` (the table's word statistics, bound as parameters), `df` (with
+/// `common`: the word brings no candidates of its own; `frequent`: it is in
+/// `FREQUENT_SHARE` of all rows) and `idf`.
+fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> Result<String, KipError> {
+    let stats = word_stats::of(table, ctx.access)?;
+    let n = params.push(SqlParam::Float(stats.rows));
+    let words = params.push(SqlParam::TextArray(stats.words.clone()));
+    let freqs = params.push(SqlParam::RealArray(stats.freqs.clone()));
+    Ok(format!(
         "terms AS MATERIALIZED (
            SELECT w.lexeme, plainto_tsquery('simple', w.lexeme) AS tq
            FROM unnest(tsvector_to_array(to_tsvector('simple', {term}))) AS w(lexeme)
            LIMIT {MAX_WORDS}
          ),
          stats AS MATERIALIZED (
-           SELECT greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = '{table}'::regclass), 0)::float8 AS n,
-                  s.elems, s.freqs
-           FROM (SELECT 1) one
-           LEFT JOIN LATERAL (
-             SELECT st.most_common_elems::text::text[] AS elems, st.most_common_elem_freqs AS freqs
-             FROM pg_stats st
-             WHERE st.schemaname = '{schema}' AND st.tablename = '{name}' AND st.attname = 'search_text') s ON true
+           SELECT {n}::float8 AS n, {words}::text[] AS elems, {freqs}::real[] AS freqs
          ),
          estimated AS MATERIALIZED (
            SELECT t.lexeme, t.tq,
@@ -122,7 +122,7 @@ fn idf_ctes(table: &str, space: &str, term: &str) -> String {
            FROM df d,
                 (SELECT greatest((SELECT n FROM stats), (SELECT max(df) FROM df), 1)::float8 AS n) n
          )"
-    )
+    ))
 }
 
 /// When the trigram sources (names containing the term, names near it)
@@ -194,7 +194,7 @@ fn concepts_sql(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<(Str
     let limit = params.int(k.max(1));
     let window = params.int(k.max(1) * FREQUENT_WINDOW);
     let like = like_pattern(&term);
-    let idf = idf_ctes("kip.concepts", &space, &term);
+    let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;
     let knn = extensions::trgm_op("<->")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
@@ -276,7 +276,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
     let like = like_pattern(&term);
-    let idf = idf_ctes("kip.propositions", &space, &term);
+    let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
     // A predicate matches by its name (words, exact, contained) or by the

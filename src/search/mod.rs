@@ -19,6 +19,7 @@ pub mod fusion;
 pub mod keyword;
 mod load;
 pub mod semantic;
+mod word_stats;
 
 use crate::compile::element::ElementKind;
 use crate::embed;

@@ -1,0 +1,68 @@
+//! How common each word of `search_text` is over a whole table, from the
+//! planner's statistics (`pg_stats.most_common_elems`, gathered by ANALYZE
+//! and autovacuum), and the table's size estimate.
+//!
+//! Keyword search uses them to tell a common word from a rare one before
+//! touching its posting list. They are read once per backend and table
+//! every `TTL`, and handed to the search statement as parameters: planning
+//! the `pg_stats` view inside every search statement cost ~2.5 ms, more
+//! than the rest of a typical search.
+
+use crate::exec::{spi, Access, SqlParam};
+use kip_lang::KipError;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// How long a backend reuses what it read (statistics change when the table
+/// is analyzed, not per statement).
+const TTL: Duration = Duration::from_secs(60);
+
+/// A table's word statistics.
+#[derive(Debug, Default)]
+pub struct WordStats {
+    /// `pg_class.reltuples`, 0 when the table was never analyzed.
+    pub rows: f64,
+    /// The most common words, and the share of rows containing each
+    /// (`freqs[i]` for `words[i]`; Postgres appends three summary numbers).
+    pub words: Vec<String>,
+    pub freqs: Vec<f32>,
+}
+
+thread_local! {
+    static CACHE: RefCell<HashMap<&'static str, (Instant, Rc<WordStats>)>> = RefCell::new(HashMap::new());
+}
+
+/// The statistics of `table` (`schema.name`, a trusted identifier).
+pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError> {
+    if let Some(stats) = CACHE.with(|c| c.borrow().get(table).filter(|(at, _)| at.elapsed() < TTL).map(|(_, s)| s.clone())) {
+        return Ok(stats);
+    }
+    let (schema, name) = table.split_once('.').expect("a schema-qualified table");
+    let rows = spi::query(
+        "SELECT greatest(c.reltuples, 0)::float8,
+                to_jsonb(coalesce(s.most_common_elems::text::text[], '{}')),
+                to_jsonb(coalesce(s.most_common_elem_freqs, '{}'))
+         FROM pg_class c
+         LEFT JOIN pg_stats s ON s.schemaname = $1 AND s.tablename = $2 AND s.attname = 'search_text'
+         WHERE c.oid = $3::regclass",
+        &[SqlParam::Text(schema.into()), SqlParam::Text(name.into()), SqlParam::Text(table.into())],
+        access,
+    )?;
+    let stats = Rc::new(match rows.first() {
+        Some(row) => WordStats {
+            rows: row[0].as_f64().unwrap_or(0.0),
+            words: strings(&row[1]),
+            freqs: row[2].as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_f64()).map(|f| f as f32).collect()),
+        },
+        None => WordStats::default(),
+    });
+    CACHE.with(|c| c.borrow_mut().insert(table, (Instant::now(), stats.clone())));
+    Ok(stats)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+}
