@@ -46,7 +46,7 @@ pub type Rows = Vec<Vec<Value>>;
 const MAX_SAVED_PLANS: usize = 1024;
 
 thread_local! {
-    static PLANS: RefCell<HashMap<(String, Vec<u32>), usize>> = RefCell::new(HashMap::new());
+    static PLANS: RefCell<HashMap<(String, Vec<u32>, Planning), usize>> = RefCell::new(HashMap::new());
 }
 
 impl SqlParam {
@@ -68,13 +68,31 @@ impl SqlParam {
 /// Run `sql` with `params` and return every row. `sql` must be trusted text
 /// built by the compiler, never from user input.
 pub fn query(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, KipError> {
-    Spi::connect(|_client| unsafe { run_connected(sql, params, access) })
+    query_planned(sql, params, access, Planning::Default)
+}
+
+/// How a saved plan is chosen at each execution.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Planning {
+    /// Postgres's plan cache decides: custom plans for the first five runs,
+    /// then the generic plan if its estimated cost is not higher.
+    Default,
+    /// A plan for the values of each run, always: for statements whose good
+    /// plan depends on them (a query vector that an HNSW index scan orders
+    /// by, LIMITs that make a btree walk cheaper than a sort). Their generic
+    /// plans were measured 5-80x slower (benches/SEARCH-BENCH.md).
+    Custom,
+}
+
+/// [`query`] with a choice of planning.
+pub fn query_planned(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Rows, KipError> {
+    Spi::connect(|_client| unsafe { run_connected(sql, params, access, planning) })
 }
 
 /// Run a statement and return the number of rows it processed.
 pub fn execute(sql: &str, params: &[SqlParam], access: Access) -> Result<u64, KipError> {
     Spi::connect(|_client| unsafe {
-        run_plan(sql, params, access)?;
+        run_plan(sql, params, access, Planning::Default)?;
         Ok(pg_sys::SPI_processed)
     })
 }
@@ -88,7 +106,7 @@ pub fn query_scalar(sql: &str, params: &[SqlParam], access: Access) -> Result<Va
         .unwrap_or(Value::Null))
 }
 
-unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access) -> Result<(), KipError> {
+unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<(), KipError> {
     let datums: Vec<DatumWithOid<'static>> = params.iter().map(SqlParam::to_datum).collect();
     let mut argtypes: Vec<pg_sys::Oid> = datums.iter().map(|d| d.oid()).collect();
     let mut values: Vec<pg_sys::Datum> = datums
@@ -99,7 +117,7 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access) -> Result<(),
         .iter()
         .map(|d| if d.datum().is_some() { b' ' as std::os::raw::c_char } else { b'n' as std::os::raw::c_char })
         .collect();
-    let plan = saved_plan(sql, &mut argtypes)?;
+    let plan = saved_plan(sql, &mut argtypes, planning)?;
     let read_only = access == Access::ReadOnly;
     if read_only {
         // A read-only SPI call runs on the caller's active snapshot, which
@@ -126,13 +144,17 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access) -> Result<(),
 }
 
 /// The saved plan for this SQL text and parameter types, prepared on first use.
-unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid]) -> Result<pg_sys::SPIPlanPtr, KipError> {
-    let key = (sql.to_string(), argtypes.iter().map(|o| o.to_u32()).collect::<Vec<_>>());
+unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning) -> Result<pg_sys::SPIPlanPtr, KipError> {
+    let key = (sql.to_string(), argtypes.iter().map(|o| o.to_u32()).collect::<Vec<_>>(), planning);
     if let Some(plan) = PLANS.with(|p| p.borrow().get(&key).copied()) {
         return Ok(plan as pg_sys::SPIPlanPtr);
     }
     let csql = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
-    let plan = pg_sys::SPI_prepare(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr());
+    let options = match planning {
+        Planning::Default => 0,
+        Planning::Custom => pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32,
+    };
+    let plan = pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options);
     if plan.is_null() {
         return Err(KipError::new(
             ErrorCode::InternalError,
@@ -152,8 +174,8 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid]) -> Result<pg_sys::
     Ok(plan)
 }
 
-unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, KipError> {
-    run_plan(sql, params, access)?;
+unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Rows, KipError> {
+    run_plan(sql, params, access, planning)?;
     let table = pg_sys::SPI_tuptable;
     if table.is_null() {
         return Ok(Vec::new());

@@ -170,7 +170,7 @@ pub fn search(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<Vec<Hi
         ElementKind::Concept => concepts_sql(q, k, trigrams, ctx)?,
         ElementKind::Proposition => propositions_sql(q, k, ctx)?,
     };
-    let rows = spi::query(&sql, params.values(), ctx.access)?;
+    let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom)?;
     Ok(rows
         .iter()
         .filter_map(|r| Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64()?, unembedded: r[2].as_bool()? }))

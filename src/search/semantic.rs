@@ -9,7 +9,7 @@
 //!   (`hnsw.iterative_scan = relaxed_order`), so filtering by space, kind and
 //!   WITH TYPE keeps scanning the graph until enough rows pass the filter
 //!   instead of returning fewer; `hnsw.ef_search` is twice the depth asked
-//!   (at least 64: recall@10 0.945 at 40, see benches/SEARCH-BENCH.md). Both
+//!   (at least 64), or the session's own `hnsw.ef_search` when larger. Both
 //!   settings are changed for this statement only and restored after it.
 //!
 //! Elements not embedded yet (`embedding IS NULL`) are not candidates here;
@@ -72,9 +72,9 @@ pub fn search(q: &Query, vector: &[f32], k: i64, ctx: &Ctx) -> Result<Vec<Hit>, 
          ORDER BY n.sim DESC, n.id"
     );
     let rows = if exact {
-        spi::query(&sql, params.values(), ctx.access)?
+        spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom)?
     } else {
-        with_iterative_scan(k, ctx, || spi::query(&sql, params.values(), ctx.access))?
+        with_iterative_scan(k, ctx, || spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom))?
     };
     Ok(rows
         .iter()
@@ -85,9 +85,11 @@ pub fn search(q: &Query, vector: &[f32], k: i64, ctx: &Ctx) -> Result<Vec<Hit>, 
 }
 
 /// Run `body` with pgvector's iterative HNSW scan on and `ef_search` sized
-/// for `k`, then put both settings back as they were.
+/// for `k` (twice the depth, at least 64, or the session's `hnsw.ef_search`
+/// when that is larger: the knob for more recall), then put both settings
+/// back as they were.
 fn with_iterative_scan<T>(k: i64, ctx: &Ctx, body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
-    let ef_search = (2 * k).clamp(64, 1000).to_string();
+    let ef_search = (2 * k).clamp(64, 1000);
     // The first column reads the old values before the later ones set the
     // new (a target list is evaluated left to right); `'[1]'::vector` makes
     // sure pgvector, and so its settings, are loaded.
@@ -95,10 +97,11 @@ fn with_iterative_scan<T>(k: i64, ctx: &Ctx, body: impl FnOnce() -> Result<T, Ki
     let old = spi::query(
         &format!(
             "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'),
-                    set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)
+                    set_config('hnsw.ef_search', greatest($1, current_setting('hnsw.ef_search')::int)::text, true),
+                    set_config('hnsw.iterative_scan', 'relaxed_order', true)
              FROM (SELECT '[1]'::{vector}) AS loaded"
         ),
-        &[SqlParam::Text(ef_search)],
+        &[SqlParam::Int(ef_search)],
         ctx.access,
     )?;
     let restore = |row: &[serde_json::Value]| -> Result<(), KipError> {
