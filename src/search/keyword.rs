@@ -18,13 +18,14 @@
 //!   (`pg_stats.most_common_elems` of `search_text`) put it in `COMMON_ROWS`
 //!   rows or more, or when it is in `DF_CAP` elements of the space by count;
 //! * for a frequent word (`FREQUENT_SHARE` of all rows), only when the
-//!   sources above found fewer than asked: its first matches in a window of
+//!   sources above found fewer than asked (and, in hybrid, for a one-word
+//!   term only): its first matches in a window of
 //!   `FREQUENT_WINDOW` × k elements of the space in name order. Any handful
 //!   of the thousands of elements containing it is as good as another;
 //! * trigram sources, names containing the term (3+ characters) and the
 //!   names nearest to it (GiST KNN): always on a small database
 //!   (`FUZZY_ALWAYS_BELOW` concepts), else only as keyword mode's fallback
-//!   for a misspelt name ([`Trigrams`]).
+//!   for a misspelt name ([`Role`]).
 //!
 //! **Score** of a candidate, the best of:
 //! * 0.99 for the exact name (0.99 for the exact predicate of a link);
@@ -125,16 +126,19 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
     ))
 }
 
-/// When the trigram sources (names containing the term, names near it)
-/// run, beyond a small memory where they always do.
+/// Whether keyword search answers alone (keyword mode, or no model) or is
+/// the keyword half of hybrid, whose semantic half answers what the words
+/// miss: the expensive fallbacks are only worth their cost when alone.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Trigrams {
-    /// Also when the word sources found nothing for a short term: the
-    /// typo fallback of keyword mode.
-    AsFallback,
-    /// Only on a small memory: hybrid mode, whose semantic half answers
-    /// what the words do not.
-    SmallMemoryOnly,
+pub enum Role {
+    /// Trigram sources also when the word sources found nothing for a short
+    /// term (a misspelt name); frequent words bring candidates whenever the
+    /// other sources found fewer than asked.
+    Alone,
+    /// Trigram sources only on a small memory; frequent words bring
+    /// candidates only for a one-word term ("hiking"), not for the filler
+    /// words of a question ("a", "who").
+    HybridHalf,
 }
 
 /// Whether trigram matching runs: always on a small memory, else (as a
@@ -142,13 +146,13 @@ pub enum Trigrams {
 /// `frequent_cand` empty) for a short term. A trigram scan of a large table costs tens of
 /// milliseconds when the term's trigrams are common, so there it is the
 /// fallback for a partial or misspelt name, not a routine source.
-fn trigram_gate(term: &str, trigrams: Trigrams) -> String {
-    let fallback = match trigrams {
-        Trigrams::AsFallback => format!(
+fn trigram_gate(term: &str, role: Role) -> String {
+    let fallback = match role {
+        Role::Alone => format!(
             "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM frequent_cand)
                  AND array_length(regexp_split_to_array(btrim({term}), '\\s+'), 1) <= {FUZZY_MAX_WORDS})"
         ),
-        Trigrams::SmallMemoryOnly => String::new(),
+        Role::HybridHalf => String::new(),
     };
     format!("((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW} {fallback})")
 }
@@ -165,9 +169,9 @@ fn text_score() -> &'static str {
 }
 
 /// The `k` best keyword hits, best first.
-pub fn search(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
+pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
     let (sql, params) = match q.kind {
-        ElementKind::Concept => concepts_sql(q, k, trigrams, ctx)?,
+        ElementKind::Concept => concepts_sql(q, k, role, ctx)?,
         ElementKind::Proposition => propositions_sql(q, k, ctx)?,
     };
     let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom)?;
@@ -182,7 +186,7 @@ fn candidates(k: i64) -> i64 {
     (k * 5).clamp(50, 2000)
 }
 
-fn concepts_sql(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<(String, Params), KipError> {
+fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
@@ -198,7 +202,11 @@ fn concepts_sql(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<(Str
     let knn = extensions::trgm_op("<->")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
-    let trigram = trigram_gate(&term, trigrams);
+    let trigram = trigram_gate(&term, role);
+    let frequent_gate = match role {
+        Role::Alone => "true",
+        Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
+    };
     let sql = format!(
         "WITH {idf},
          primary_cand AS MATERIALIZED (
@@ -224,7 +232,7 @@ fn concepts_sql(q: &Query, k: i64, trigrams: Trigrams, ctx: &Ctx) -> Result<(Str
                SELECT c.id, c.search_text FROM kip.concepts c
                WHERE c.space = {space} {type_filter} ORDER BY c.name LIMIT {window}) w
              WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
-           WHERE df.common AND df.frequent AND (SELECT count(*) FROM primary_cand) < {limit}
+           WHERE df.common AND df.frequent AND {frequent_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
          ),
          cand AS (
            SELECT id FROM primary_cand

@@ -77,12 +77,12 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
         }
         (Mode::Hybrid, Some(v)) => {
             let depth = fusion_depth(q.limit);
-            let kw = keyword::search(q, depth, keyword::Trigrams::SmallMemoryOnly, ctx)?;
+            let kw = keyword::search(q, depth, keyword::Role::HybridHalf, ctx)?;
             let sem = semantic::search(q, &v, depth, ctx)?;
             threshold_and_limit(fusion::fuse(&kw, &sem, embed::settings::fusion()?), q)
         }
         // Keyword asked for, or no query vector: keyword.
-        _ => threshold_and_limit(keyword::search(q, q.limit, keyword::Trigrams::AsFallback, ctx)?, q),
+        _ => threshold_and_limit(keyword::search(q, q.limit, keyword::Role::Alone, ctx)?, q),
     };
     load::elements(q.kind, &hits, ctx)
 }
