@@ -170,7 +170,9 @@ mod tests {
     }
 
     fn keys() -> Keys {
-        let dir = std::env::temp_dir().join(format!("kip-server-keys-{}.json", std::process::id()));
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kip-server-keys-{}-{n}.json", std::process::id()));
         std::fs::write(
             &dir,
             r#"{"keys": [
