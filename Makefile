@@ -1,10 +1,12 @@
 # kip — build, run and test the KIP PostgreSQL extension.
 #
 #   make run    set up the machine, build and install kip, start a local
-#               cluster (port 54329), load a demo memory, leave it running
+#               cluster (port 54329), load a demo memory, start the
+#               kip-server gateway (http://127.0.0.1:8080/kip), leave them running
 #   make test   set up the machine, then run every test suite
-#   make stop   stop the local cluster
+#   make stop   stop the gateway and the local cluster
 #   make bench  run the benchmarks (prints figures)
+#   make soak   gateway load test: 64 clients x 30 s, Postgres restart under load
 
 PG_MAJOR   ?= 15
 PG_CONFIG  ?= /usr/bin/pg_config
@@ -13,7 +15,7 @@ export KIP_PGPORT
 PSQL = psql -X -v ON_ERROR_STOP=1 -h localhost -p $(KIP_PGPORT) -U postgres
 DB ?= kip
 
-.PHONY: setup install run stop test bench clean
+.PHONY: setup install run stop test bench soak clean
 
 setup:
 	@bash scripts/setup.sh
@@ -27,8 +29,10 @@ install: setup
 run: install
 	@bash scripts/cluster.sh start
 	@bash scripts/demo.sh $(DB)
+	@bash scripts/gateway.sh start $(DB)
 
 stop:
+	@bash scripts/gateway.sh stop
 	@bash scripts/cluster.sh stop
 
 test: setup
@@ -40,6 +44,10 @@ bench: install
 	cargo run --release -p kip-integration-tests --bin kip-write-bench
 	cargo run --release -p kip-integration-tests --bin kql-bench
 	cargo run --release -p kip-integration-tests --bin kip-search-bench
+
+soak: install
+	@bash scripts/cluster.sh start
+	@bash scripts/gateway_test.sh soak
 
 clean: stop
 	cargo clean

@@ -6,6 +6,7 @@
 #      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329})
 #   4. the `make run` demo and a DESCRIBE PRIMER over psql
 #   5. pg_test/ SQL scenarios (a .sql script and its expected output)
+#   6. the kip-server gateway (scripts/gateway_test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KIP_PGPORT=${KIP_PGPORT:-54329}
@@ -43,6 +44,9 @@ echo "DESCRIBE PRIMER returned a result envelope"
 
 step "pg_test SQL scenarios"
 bash scripts/pg_scenarios.sh
+
+step "kip-server gateway: HTTP, MCP, auth, status codes, kip-mcp-server"
+bash scripts/gateway_test.sh
 
 echo
 echo "all test suites passed in $(( $(date +%s) - t0 ))s"

@@ -1,0 +1,225 @@
+//! API keys: who may call, in which memory space, with which access.
+//!
+//! Authentication is on when `API_KEY` or a keys file is configured. A key is
+//! bound either to one space or, for the full-access `API_KEY` and keys
+//! declared with `"space": "*"`, to any space the caller names with the
+//! `X-KIP-Space` header. When authentication is off, every caller is
+//! read-write and picks its space with `X-KIP-Space` (default `default`).
+//!
+//! Only headers are looked at, so the HTTP layer can authenticate before it
+//! reads a body. Keys are compared in constant time and never logged: logs
+//! carry the key's `name`.
+
+use crate::envelope::Reply;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use std::path::Path;
+
+pub const SPACE_HEADER: &str = "x-kip-space";
+const DEFAULT_SPACE: &str = "default";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
+/// An authenticated caller: the space its requests run in and what it may do.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub space: String,
+    pub access: Access,
+    /// The key's name, for logs (`None` when authentication is off).
+    pub key_name: Option<String>,
+}
+
+#[derive(Clone)]
+enum SpaceRule {
+    Fixed(String),
+    /// The caller chooses with `X-KIP-Space`.
+    Any,
+}
+
+#[derive(Clone)]
+struct Key {
+    secret: Vec<u8>,
+    name: String,
+    space: SpaceRule,
+    access: Access,
+}
+
+/// The configured keys; empty means authentication is off.
+#[derive(Clone, Default)]
+pub struct Keys {
+    keys: Vec<Key>,
+}
+
+/// One entry of the keys file: `{"keys": [{"key", "space", "access", "name"?}]}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyEntry {
+    key: String,
+    space: String,
+    access: Access,
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeysFile {
+    keys: Vec<KeyEntry>,
+}
+
+impl Keys {
+    /// Keys from `API_KEY` and the keys file. Errors name the problem, never a key.
+    pub fn load(api_key: Option<&str>, file: Option<&Path>) -> Result<Keys, String> {
+        let mut keys = Vec::new();
+        if let Some(k) = api_key.filter(|k| !k.is_empty()) {
+            keys.push(Key { secret: k.as_bytes().to_vec(), name: "API_KEY".into(), space: SpaceRule::Any, access: Access::ReadWrite });
+        }
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the keys file {}: {e}", path.display()))?;
+            let parsed: KeysFile =
+                serde_json::from_str(&text).map_err(|e| format!("invalid keys file {}: {e}", path.display()))?;
+            for (i, entry) in parsed.keys.into_iter().enumerate() {
+                if entry.key.len() < 8 {
+                    return Err(format!("keys file {}: key #{} is shorter than 8 characters", path.display(), i + 1));
+                }
+                let space = if entry.space == "*" { SpaceRule::Any } else { SpaceRule::Fixed(entry.space) };
+                let name = entry.name.unwrap_or_else(|| format!("key#{}", i + 1));
+                keys.push(Key { secret: entry.key.into_bytes(), name, space, access: entry.access });
+            }
+        }
+        Ok(Keys { keys })
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// The caller of a request, from its `Authorization` and `X-KIP-Space` headers.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Reply> {
+        let requested_space = match headers.get(SPACE_HEADER) {
+            None => None,
+            Some(v) => Some(v.to_str().map_err(|_| {
+                Reply::bad_request("the X-KIP-Space header is not valid text", "Name the memory space in plain ASCII.")
+            })?),
+        };
+        if !self.enabled() {
+            let space = requested_space.unwrap_or(DEFAULT_SPACE).to_string();
+            return Ok(Caller { space, access: Access::ReadWrite, key_name: None });
+        }
+        let token = bearer_token(headers).ok_or_else(|| unauthorized("missing API key"))?;
+        let key = self
+            .keys
+            .iter()
+            // Check every key (no early exit), each in constant time.
+            .fold(None, |found, k| if constant_time_eq(&k.secret, token.as_bytes()) { Some(k) } else { found })
+            .ok_or_else(|| unauthorized("invalid API key"))?;
+        let space = match (&key.space, requested_space) {
+            (SpaceRule::Any, requested) => requested.unwrap_or(DEFAULT_SPACE).to_string(),
+            (SpaceRule::Fixed(s), None) => s.clone(),
+            (SpaceRule::Fixed(s), Some(r)) if r == s => s.clone(),
+            (SpaceRule::Fixed(_), Some(r)) => {
+                return Err(Reply::error(
+                    StatusCode::FORBIDDEN,
+                    "KIP_3004",
+                    format!("this API key may not use the memory space {r:?}"),
+                    "The key is bound to one memory space: drop the X-KIP-Space header or use a key of that space.",
+                ))
+            }
+        };
+        Ok(Caller { space, access: key.access, key_name: Some(key.name.clone()) })
+    }
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+fn unauthorized(message: &str) -> Reply {
+    Reply::error(
+        StatusCode::UNAUTHORIZED,
+        "KIP_3004",
+        message,
+        "Send the API key as `Authorization: Bearer <key>`.",
+    )
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    fn keys() -> Keys {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kip-server-keys-{}-{n}.json", std::process::id()));
+        std::fs::write(
+            &dir,
+            r#"{"keys": [
+                {"key": "alice-rw-secret", "space": "alice", "access": "read-write", "name": "alice"},
+                {"key": "alice-ro-secret", "space": "alice", "access": "read-only"},
+                {"key": "admin-any-secret", "space": "*", "access": "read-write", "name": "admin"}
+            ]}"#,
+        )
+        .unwrap();
+        let k = Keys::load(Some("full-access-key"), Some(&dir)).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        k
+    }
+
+    #[test]
+    fn auth_off_uses_the_space_header() {
+        let k = Keys::default();
+        assert_eq!(k.authenticate(&headers(&[])).unwrap().space, "default");
+        let c = k.authenticate(&headers(&[("x-kip-space", "bob")])).unwrap();
+        assert_eq!((c.space.as_str(), c.access), ("bob", Access::ReadWrite));
+    }
+
+    #[test]
+    fn keys_map_to_space_and_access() {
+        let k = keys();
+        let c = k.authenticate(&headers(&[("authorization", "Bearer alice-ro-secret")])).unwrap();
+        assert_eq!((c.space.as_str(), c.access, c.key_name.as_deref()), ("alice", Access::ReadOnly, Some("key#2")));
+        let c = k.authenticate(&headers(&[("authorization", "bearer alice-rw-secret")])).unwrap();
+        assert_eq!((c.space.as_str(), c.access), ("alice", Access::ReadWrite));
+        let c = k.authenticate(&headers(&[("authorization", "Bearer full-access-key"), ("x-kip-space", "zed")])).unwrap();
+        assert_eq!((c.space.as_str(), c.access), ("zed", Access::ReadWrite));
+        let c = k.authenticate(&headers(&[("authorization", "Bearer admin-any-secret")])).unwrap();
+        assert_eq!(c.space, "default");
+    }
+
+    #[test]
+    fn bad_credentials_are_401_and_foreign_spaces_403() {
+        let k = keys();
+        for h in [
+            headers(&[]),
+            headers(&[("authorization", "Bearer nope")]),
+            headers(&[("authorization", "Basic alice-rw-secret")]),
+            headers(&[("authorization", "Bearer ")]),
+        ] {
+            assert_eq!(k.authenticate(&h).unwrap_err().status, StatusCode::UNAUTHORIZED);
+        }
+        let h = headers(&[("authorization", "Bearer alice-rw-secret"), ("x-kip-space", "bob")]);
+        assert_eq!(k.authenticate(&h).unwrap_err().status, StatusCode::FORBIDDEN);
+    }
+}

@@ -1,0 +1,231 @@
+//! The three methods of the KIP backend protocol, shared by the HTTP and MCP
+//! front ends: `execute_kip`, `execute_kip_readonly` and `list_logs`.
+//!
+//! The gateway holds no KIP logic: a request object goes to the extension as
+//! it came, and the envelope comes back as the extension made it. What is
+//! decided here is only who may call what (read-only keys), the HTTP status
+//! of failures outside the extension, and what is logged.
+
+use crate::auth::{Access, Caller};
+use crate::db::{Db, DbError};
+use crate::envelope::Reply;
+use crate::request_log::{Entry, RequestLog};
+use axum::http::StatusCode;
+use serde_json::Value;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    ExecuteKip,
+    ExecuteKipReadonly,
+    ListLogs,
+}
+
+impl Method {
+    pub const ALL: [Method; 3] = [Method::ExecuteKip, Method::ExecuteKipReadonly, Method::ListLogs];
+
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::ExecuteKip => "execute_kip",
+            Method::ExecuteKipReadonly => "execute_kip_readonly",
+            Method::ListLogs => "list_logs",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Gateway {
+    db: Db,
+    log: RequestLog,
+}
+
+impl Gateway {
+    pub fn new(db: Db, log: RequestLog) -> Gateway {
+        Gateway { db, log }
+    }
+
+    /// Run one call of `method` (by name) for `caller`.
+    pub async fn call(&self, caller: &Caller, method: &str, params: Value) -> Reply {
+        let started = Instant::now();
+        let Some(method) = Method::parse(method) else {
+            let reply = Reply::bad_request(
+                format!("unknown method {method:?}"),
+                "The method is one of \"execute_kip\", \"execute_kip_readonly\" or \"list_logs\".",
+            );
+            log_call(caller, method, None, &reply, started);
+            return reply;
+        };
+        let reply = match method {
+            Method::ExecuteKip | Method::ExecuteKipReadonly => self.execute(caller, method, &params).await,
+            Method::ListLogs => self.list_logs(caller, &params).await,
+        };
+        let command = (method != Method::ListLogs).then(|| command_kind(&params));
+        log_call(caller, method.as_str(), command.as_deref(), &reply, started);
+        if method != Method::ListLogs {
+            self.log.record(Entry {
+                space: caller.space.clone(),
+                method: method.as_str(),
+                command,
+                status: reply.status.as_u16(),
+                duration: started.elapsed(),
+                key_name: caller.key_name.clone(),
+                request: self.log.redact(&params),
+                error: reply.body.get("error").cloned(),
+            });
+        }
+        reply
+    }
+
+    async fn execute(&self, caller: &Caller, method: Method, params: &Value) -> Reply {
+        let read_only = method == Method::ExecuteKipReadonly;
+        if !read_only && caller.access == Access::ReadOnly {
+            return Reply::error(
+                StatusCode::FORBIDDEN,
+                "KIP_3004",
+                "this API key is read-only: execute_kip is not allowed",
+                "Use execute_kip_readonly (FIND, DESCRIBE, SEARCH, EXPORT), or a read-write key.",
+            );
+        }
+        match self.db.execute(&caller.space, params, read_only).await {
+            Ok(envelope) => Reply::from_envelope(envelope),
+            Err(e) => db_failure(e),
+        }
+    }
+
+    async fn list_logs(&self, caller: &Caller, params: &Value) -> Reply {
+        let (cursor, limit) = match list_logs_params(params) {
+            Ok(p) => p,
+            Err(reply) => return reply,
+        };
+        if !self.log.enabled() {
+            return Reply::ok(serde_json::json!({ "result": [] }));
+        }
+        match self.log.page(caller, cursor, limit).await {
+            Ok(page) => Reply::ok(page),
+            Err(e) => db_failure(e),
+        }
+    }
+
+    /// `GET /health`: 200 with the kip version, or 503.
+    pub async fn health(&self) -> Reply {
+        match self.db.health().await {
+            Ok(version) => Reply::ok(serde_json::json!({ "status": "ok", "database": "ok", "kip_version": version })),
+            Err(e) => {
+                let mut reply = db_failure(e);
+                reply.status = StatusCode::SERVICE_UNAVAILABLE;
+                reply.body["status"] = "unavailable".into();
+                reply
+            }
+        }
+    }
+}
+
+/// `list_logs` params: `{"cursor"?: string, "limit"?: 1..=100}` (default 10).
+fn list_logs_params(params: &Value) -> Result<(Option<i64>, i64), Reply> {
+    let invalid = |message: String| {
+        Reply::bad_request(message, "list_logs takes {\"cursor\"?: <next_cursor of the previous page>, \"limit\"?: 1 to 100}.")
+    };
+    let empty = serde_json::Map::new();
+    let obj = match params {
+        Value::Null => &empty,
+        Value::Object(o) => o,
+        _ => return Err(invalid("list_logs params must be an object".into())),
+    };
+    if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "cursor" | "limit")) {
+        return Err(invalid(format!("unknown list_logs field {k:?}")));
+    }
+    let cursor = match obj.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.parse::<i64>().map_err(|_| invalid(format!("invalid cursor {s:?}")))?),
+        Some(_) => return Err(invalid("cursor must be a string".into())),
+    };
+    let limit = match obj.get("limit") {
+        None | Some(Value::Null) => 10,
+        Some(v) => match v.as_i64() {
+            Some(n @ 1..=100) => n,
+            _ => return Err(invalid(format!("limit must be an integer from 1 to 100, got {v}"))),
+        },
+    };
+    Ok((cursor, limit))
+}
+
+/// A database failure outside the extension's envelope, as a reply.
+fn db_failure(e: DbError) -> Reply {
+    match e {
+        DbError::Unavailable(m) => Reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "KIP_4003",
+            format!("the database is unavailable: {m}"),
+            "Retry later; the gateway reconnects by itself.",
+        ),
+        DbError::Timeout(m) => Reply::error(
+            StatusCode::REQUEST_TIMEOUT,
+            "KIP_4001",
+            format!("execution time exceeded the limit: {m}"),
+            "Narrow the pattern, lower LIMIT, or reduce hops; or retry if another writer held a lock.",
+        ),
+        DbError::Failed(m) => Reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "KIP_4003",
+            format!("database error: {m}"),
+            "Retry later; if it persists, report it with the command that caused it.",
+        ),
+    }
+}
+
+/// The kind of command, for logs: the first keyword of the command text
+/// (`FIND`, `UPSERT`, `DESCRIBE`, ...), or `BATCH`.
+fn command_kind(params: &Value) -> String {
+    if params.get("commands").is_some() {
+        return "BATCH".into();
+    }
+    let text = params.get("command").and_then(Value::as_str).unwrap_or("");
+    let word: String = text.trim_start().chars().take_while(|c| c.is_ascii_alphabetic()).take(16).collect();
+    if word.is_empty() {
+        "-".into()
+    } else {
+        word.to_ascii_uppercase()
+    }
+}
+
+/// One structured log line per call; never parameter values or keys.
+fn log_call(caller: &Caller, method: &str, command: Option<&str>, reply: &Reply, started: Instant) {
+    tracing::info!(
+        target: "kip_server::request",
+        method,
+        space = caller.space.as_str(),
+        command = command.unwrap_or("-"),
+        status = reply.status.as_u16(),
+        error = reply.error_code().unwrap_or("-"),
+        key = caller.key_name.as_deref().unwrap_or("-"),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "kip call"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn list_logs_params_are_checked() {
+        assert_eq!(list_logs_params(&json!({})).unwrap(), (None, 10));
+        assert_eq!(list_logs_params(&Value::Null).unwrap(), (None, 10));
+        assert_eq!(list_logs_params(&json!({"cursor": "42", "limit": 100})).unwrap(), (Some(42), 100));
+        for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"limit": 1.5}), json!({"cursor": 3}), json!({"x": 1}), json!([])] {
+            assert_eq!(list_logs_params(&bad).unwrap_err().status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+    }
+
+    #[test]
+    fn command_kinds() {
+        assert_eq!(command_kind(&json!({"command": "  find(?x) WHERE {}"})), "FIND");
+        assert_eq!(command_kind(&json!({"commands": ["DESCRIBE PRIMER"]})), "BATCH");
+        assert_eq!(command_kind(&json!({"command": "{"})), "-");
+    }
+}

@@ -1,0 +1,137 @@
+//! HTTP routes: `GET /`, `GET /health`, `POST /kip` and `POST /mcp`.
+//!
+//! Every answer, including refusals (401, 403, 404, 405, 413, bad JSON), is
+//! JSON in the KIP envelope shape. The caller is authenticated from the
+//! headers before any body byte is read, and the body is read up to the
+//! configured limit, so an unauthenticated or oversized upload costs nothing.
+
+use crate::auth::{Caller, Keys};
+use crate::envelope::Reply;
+use crate::gateway::Gateway;
+use crate::mcp::http::McpService;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub struct AppState {
+    pub gateway: Gateway,
+    pub keys: Keys,
+    pub max_body_bytes: usize,
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+pub fn router(state: Arc<AppState>, mcp: McpService) -> Router {
+    let mcp = Router::new()
+        .fallback_service(mcp)
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate_mcp));
+    Router::new()
+        .route("/", get(root))
+        .route("/health", get(health))
+        .route("/kip", post(kip))
+        .nest("/mcp", mcp)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn root() -> Json<Value> {
+    Json(json!({ "name": "kip-server", "version": env!("CARGO_PKG_VERSION"), "protocol": "KIP v1.0" }))
+}
+
+async fn health(State(state): State<Arc<AppState>>) -> Reply {
+    state.gateway.health().await
+}
+
+/// `POST /kip` with `{"method": ..., "params": ...}`.
+async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Reply {
+    let caller = match state.keys.authenticate(&headers) {
+        Ok(c) => c,
+        Err(reply) => return reply,
+    };
+    let bytes = match read_body(&headers, body, state.max_body_bytes).await {
+        Ok(b) => b,
+        Err(reply) => return reply,
+    };
+    let hint = "POST a JSON object {\"method\": \"execute_kip\" | \"execute_kip_readonly\" | \"list_logs\", \"params\": {...}}.";
+    let request: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => return Reply::bad_request(format!("the request body is not valid JSON: {e}"), hint),
+    };
+    let Some(obj) = request.as_object() else {
+        return Reply::bad_request("the request body must be a JSON object", hint);
+    };
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        return Reply::bad_request("the request has no \"method\" string", hint);
+    };
+    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    state.gateway.call(&caller, method, params).await
+}
+
+fn too_large(limit: usize) -> Reply {
+    Reply::error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "KIP_4002",
+        format!("the request body exceeds the limit of {limit} bytes"),
+        "Split the work into smaller requests (fewer commands per batch).",
+    )
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+/// The body, refused with 413 past `limit` bytes (by its declared length
+/// first, so nothing is read).
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<axum::body::Bytes, Reply> {
+    if declared_length(headers).is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let is_limit = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+            .any(|e| e.is::<http_body_util::LengthLimitError>());
+        if is_limit {
+            too_large(limit)
+        } else {
+            Reply::bad_request(format!("the request body could not be read: {e}"), "Send the body again.")
+        }
+    })
+}
+
+/// In front of `/mcp`: the same authentication and body limit as `/kip`;
+/// the caller rides in the request's extensions to the tool handler.
+async fn authenticate_mcp(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
+    let caller: Caller = match state.keys.authenticate(request.headers()) {
+        Ok(c) => c,
+        Err(reply) => return reply.into_response(),
+    };
+    // Chunked bodies past the limit are refused by the MCP service itself.
+    if declared_length(request.headers()).is_some_and(|n| n > state.max_body_bytes as u64) {
+        return too_large(state.max_body_bytes).into_response();
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+async fn not_found() -> Reply {
+    Reply::error(StatusCode::NOT_FOUND, "KIP_3002", "no such endpoint", "The endpoints are POST /kip, POST /mcp, GET / and GET /health.")
+}
+
+async fn method_not_allowed() -> Reply {
+    Reply::error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "KIP_1001",
+        "method not allowed on this endpoint",
+        "Use POST for /kip and /mcp, GET for / and /health.",
+    )
+}

@@ -1,0 +1,136 @@
+//! `kip-server`: the HTTP and MCP gateway to a PostgreSQL database with the
+//! kip extension.
+//!
+//! ```text
+//! HTTP  POST /kip {method, params} ─┐
+//! HTTP  POST /mcp (streamable)  ────┼─ auth ─ Gateway ─ pool ─ kip_execute[_readonly]($request)
+//! stdio kip-server mcp ─────────────┘            └─ request log (kip_gateway.request_log)
+//! ```
+//!
+//! Modules: `config` (CLI and env), `auth` (API keys → caller), `http`
+//! (routes), `mcp` (MCP server), `gateway` (the three methods), `db` (pool
+//! and statements), `envelope` (replies and statuses), `request_log`.
+
+mod auth;
+mod config;
+mod db;
+mod envelope;
+mod gateway;
+mod http;
+mod mcp;
+mod request_log;
+
+use auth::{Access, Keys};
+use clap::Parser;
+use config::{Cli, Command, McpOptions, Options};
+use db::{Db, PoolSettings};
+use gateway::Gateway;
+use request_log::RequestLog;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            tracing::error!("{message}");
+            eprintln!("kip-server: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr in every mode: stdout is the MCP channel of `kip-server mcp`.
+/// `KIP_LOG_FORMAT=json` gives one JSON object per line; `RUST_LOG` filters.
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if std::env::var("KIP_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.with_ansi(false).init();
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let opts = cli.options;
+    let url = opts.database_url.clone().ok_or("a database is required: set DATABASE_URL or --database-url")?;
+    let keys = Keys::load(opts.api_key.as_deref(), opts.api_keys_file.as_deref())?;
+    let db = Db::new(
+        &url,
+        &PoolSettings { size: opts.pool_size, timeout: opts.pool_timeout(), statement_timeout_ms: opts.statement_timeout_ms },
+    )?;
+    let (log, log_tasks) = RequestLog::start(db.clone(), opts.log_retention_days, opts.log_parameters);
+    let gateway = Gateway::new(db.clone(), log);
+
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            wait_for_signal().await;
+            tracing::info!("shutdown requested: draining requests in flight");
+            shutdown.cancel();
+        }
+    });
+
+    let result = match cli.command {
+        None | Some(Command::Serve) => serve(&opts, keys, gateway, shutdown).await,
+        Some(Command::Mcp(mcp_opts)) => serve_stdio(mcp_opts, gateway, shutdown).await,
+    };
+    log_tasks.stop(Duration::from_secs(5)).await;
+    db.close();
+    tracing::info!("kip-server stopped");
+    result
+}
+
+async fn serve(opts: &Options, keys: Keys, gateway: Gateway, shutdown: CancellationToken) -> Result<(), String> {
+    let listener =
+        tokio::net::TcpListener::bind(opts.listen).await.map_err(|e| format!("cannot listen on {}: {e}", opts.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let mcp = mcp::http::service(gateway.clone(), addr, opts.max_body_bytes, shutdown.child_token());
+    let state = Arc::new(http::AppState { gateway, keys, max_body_bytes: opts.max_body_bytes });
+    tracing::info!(%addr, auth = state.keys.enabled(), "kip-server listening (POST /kip, POST /mcp)");
+    let app = http::router(state, mcp);
+    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let grace = Duration::from_secs(opts.shutdown_grace_secs);
+    tokio::select! {
+        r = server => r.map_err(|e| format!("HTTP server failed: {e}")),
+        // Requests still running after the grace period are abandoned.
+        _ = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
+            tracing::warn!("grace period over: stopping with requests still in flight");
+            Ok(())
+        }
+    }
+}
+
+async fn serve_stdio(opts: McpOptions, gateway: Gateway, shutdown: CancellationToken) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    let access = if opts.read_only { Access::ReadOnly } else { Access::ReadWrite };
+    tracing::info!(space = opts.space.as_str(), read_only = opts.read_only, "kip-server MCP on stdio");
+    let server = mcp::KipMcp::stdio(gateway, opts.space, access);
+    let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
+    let cancel = running.cancellation_token();
+    tokio::select! {
+        r = running.waiting() => { r.map_err(|e| format!("MCP session failed: {e}"))?; }
+        _ = shutdown.cancelled() => cancel.cancel(),
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

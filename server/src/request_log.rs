@@ -1,0 +1,280 @@
+//! The request log: one row per KIP call in `kip_gateway.request_log`, paged
+//! newest first by `list_logs`, pruned after the retention period.
+//!
+//! The table lives in the gateway's own schema, created on first use (not by
+//! the extension). Rows are written off the request path by one task that
+//! batches them; if the database is down or the queue is full, entries are
+//! dropped with a warning rather than slowing requests. Parameter values are
+//! replaced by `"[redacted]"` unless `--log-parameters` is on.
+
+use crate::auth::Caller;
+use crate::db::{Db, DbError};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+const SCHEMA: &str = "
+    CREATE SCHEMA IF NOT EXISTS kip_gateway;
+    CREATE TABLE IF NOT EXISTS kip_gateway.request_log (
+        id          bigserial PRIMARY KEY,
+        at          timestamptz NOT NULL DEFAULT now(),
+        space       text NOT NULL,
+        method      text NOT NULL,
+        command     text,
+        status      integer NOT NULL,
+        duration_us bigint NOT NULL,
+        key_name    text,
+        request     jsonb NOT NULL,
+        error       jsonb
+    );
+    CREATE INDEX IF NOT EXISTS request_log_space_id ON kip_gateway.request_log (space, id DESC);
+    CREATE INDEX IF NOT EXISTS request_log_at ON kip_gateway.request_log (at);
+";
+// Two gateways starting together must not race on CREATE ... IF NOT EXISTS.
+const SCHEMA_LOCK: i64 = 0x6b69_7067_7477; // "kipgtw"
+
+const INSERT: &str = "
+    INSERT INTO kip_gateway.request_log (space, method, command, status, duration_us, key_name, request, error)
+    SELECT space, method, command, status, duration_us, key_name, request, error
+    FROM jsonb_to_recordset($1::jsonb) AS x(space text, method text, command text, status integer,
+         duration_us bigint, key_name text, request jsonb, error jsonb)";
+
+const PAGE: &str = "
+    SELECT id, (extract(epoch FROM at) * 1000)::bigint, method, command, status, duration_us, request, error
+    FROM kip_gateway.request_log
+    WHERE space = $1 AND ($2::bigint IS NULL OR id < $2)
+    ORDER BY id DESC
+    LIMIT $3";
+
+const QUEUE: usize = 10_000;
+const BATCH: usize = 500;
+
+/// One finished call, as recorded.
+pub struct Entry {
+    pub space: String,
+    pub method: &'static str,
+    pub command: Option<String>,
+    pub status: u16,
+    pub duration: Duration,
+    pub key_name: Option<String>,
+    pub request: Value,
+    pub error: Option<Value>,
+}
+
+#[derive(Clone)]
+pub struct RequestLog {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Db,
+    enabled: bool,
+    keep_parameters: bool,
+    schema_ready: AtomicBool,
+    queue: mpsc::Sender<Entry>,
+}
+
+/// The background tasks of the log; `stop` flushes what is queued.
+pub struct Tasks {
+    stop: watch::Sender<bool>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Tasks {
+    pub async fn stop(self, grace: Duration) {
+        let _ = self.stop.send(true);
+        for h in self.handles {
+            let _ = tokio::time::timeout(grace, h).await;
+        }
+    }
+}
+
+impl RequestLog {
+    /// A log writing to `db`; `retention_days == 0` turns it off.
+    pub fn start(db: Db, retention_days: u32, keep_parameters: bool) -> (RequestLog, Tasks) {
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let (stop, stop_rx) = watch::channel(false);
+        let log = RequestLog {
+            inner: Arc::new(Inner { db, enabled: retention_days > 0, keep_parameters, schema_ready: AtomicBool::new(false), queue }),
+        };
+        let mut handles = vec![tokio::spawn(log.clone().write_loop(rx, stop_rx.clone()))];
+        if retention_days > 0 {
+            handles.push(tokio::spawn(log.clone().prune_loop(retention_days, stop_rx)));
+        }
+        (log, Tasks { stop, handles })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.inner.enabled
+    }
+
+    /// What a request looks like in the log: commands kept, parameter values
+    /// redacted unless configured otherwise, unknown fields dropped.
+    pub fn redact(&self, params: &Value) -> Value {
+        let keep = self.inner.keep_parameters;
+        let parameters = |v: &Value| -> Value {
+            match v {
+                Value::Object(m) if !keep => {
+                    Value::Object(m.keys().map(|k| (k.clone(), json!("[redacted]"))).collect())
+                }
+                other => other.clone(),
+            }
+        };
+        let mut out = Map::new();
+        let Some(obj) = params.as_object() else { return json!({}) };
+        if let Some(c) = obj.get("command") {
+            out.insert("command".into(), c.clone());
+        }
+        if let Some(Value::Array(items)) = obj.get("commands") {
+            let items = items
+                .iter()
+                .map(|item| match item {
+                    Value::Object(o) => {
+                        let mut m = Map::new();
+                        if let Some(c) = o.get("command") {
+                            m.insert("command".into(), c.clone());
+                        }
+                        if let Some(p) = o.get("parameters") {
+                            m.insert("parameters".into(), parameters(p));
+                        }
+                        Value::Object(m)
+                    }
+                    other => other.clone(),
+                })
+                .collect();
+            out.insert("commands".into(), Value::Array(items));
+        }
+        if let Some(p) = obj.get("parameters") {
+            out.insert("parameters".into(), parameters(p));
+        }
+        if let Some(d) = obj.get("dry_run") {
+            out.insert("dry_run".into(), d.clone());
+        }
+        Value::Object(out)
+    }
+
+    /// Queue an entry; never waits.
+    pub fn record(&self, entry: Entry) {
+        if !self.inner.enabled {
+            return;
+        }
+        if self.inner.queue.try_send(entry).is_err() {
+            tracing::warn!("request log queue full: entry dropped");
+        }
+    }
+
+    /// One page of the caller's space, newest first: `{"result": [...], "next_cursor"?}`.
+    pub async fn page(&self, caller: &Caller, cursor: Option<i64>, limit: i64) -> Result<Value, DbError> {
+        let client = self.inner.db.client().await?;
+        self.ensure_schema(&client).await?;
+        let rows = client.query(PAGE, &[&caller.space, &cursor, &(limit + 1)]).await?;
+        let more = rows.len() as i64 > limit;
+        let mut entries = Vec::new();
+        let mut last_id = None;
+        for row in rows.iter().take(limit as usize) {
+            let id: i64 = row.try_get(0)?;
+            let duration_us: i64 = row.try_get(5)?;
+            let mut e = json!({
+                "_id": id,
+                "timestamp": row.try_get::<_, i64>(1)?,
+                "method": row.try_get::<_, String>(2)?,
+                "command": row.try_get::<_, Option<String>>(3)?,
+                "space": caller.space,
+                "status": row.try_get::<_, i32>(4)?,
+                "duration_ms": duration_us as f64 / 1000.0,
+                "request": row.try_get::<_, Value>(6)?,
+            });
+            if let Some(err) = row.try_get::<_, Option<Value>>(7)? {
+                e["error"] = err;
+            }
+            entries.push(e);
+            last_id = Some(id);
+        }
+        let mut out = json!({ "result": entries });
+        if let (true, Some(id)) = (more, last_id) {
+            out["next_cursor"] = json!(id.to_string());
+        }
+        Ok(out)
+    }
+
+    async fn ensure_schema(&self, client: &deadpool_postgres::Object) -> Result<(), DbError> {
+        if self.inner.schema_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let sql = format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;");
+        if let Err(e) = client.batch_execute(&sql).await {
+            // A failed script leaves the connection inside an aborted transaction.
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(e.into());
+        }
+        self.inner.schema_ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    async fn write_loop(self, mut rx: mpsc::Receiver<Entry>, mut stop: watch::Receiver<bool>) {
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            let stopping = tokio::select! {
+                n = rx.recv_many(&mut batch, BATCH) => n == 0,
+                _ = stop.changed() => true,
+            };
+            if stopping {
+                while let Ok(e) = rx.try_recv() {
+                    batch.push(e);
+                }
+            }
+            if !batch.is_empty() {
+                if let Err(e) = self.write(&batch).await {
+                    tracing::warn!(entries = batch.len(), error = e.message(), "request log entries dropped");
+                }
+                batch.clear();
+            }
+            if stopping {
+                return;
+            }
+        }
+    }
+
+    async fn write(&self, batch: &[Entry]) -> Result<(), DbError> {
+        let rows: Vec<Value> = batch
+            .iter()
+            .map(|e| {
+                json!({
+                    "space": e.space, "method": e.method, "command": e.command, "status": e.status,
+                    "duration_us": e.duration.as_micros() as i64, "key_name": e.key_name,
+                    "request": e.request, "error": e.error,
+                })
+            })
+            .collect();
+        let client = self.inner.db.client().await?;
+        self.ensure_schema(&client).await?;
+        client.execute(INSERT, &[&Value::Array(rows)]).await?;
+        Ok(())
+    }
+
+    async fn prune_loop(self, retention_days: u32, mut stop: watch::Receiver<bool>) {
+        let days = retention_days as i32;
+        loop {
+            match self.prune(days).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "request log pruned"),
+                Err(e) => tracing::debug!(error = e.message(), "request log prune skipped"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(600)) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    async fn prune(&self, days: i32) -> Result<u64, DbError> {
+        let client = self.inner.db.client().await?;
+        self.ensure_schema(&client).await?;
+        Ok(client
+            .execute("DELETE FROM kip_gateway.request_log WHERE at < now() - make_interval(days => $1)", &[&days])
+            .await?)
+    }
+}

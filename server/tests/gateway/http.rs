@@ -1,0 +1,245 @@
+//! `POST /kip` with authentication off: the envelope passes through, every
+//! KIP error class gets its status, bad input gets a JSON envelope, spaces
+//! come from `X-KIP-Space` and never leak between pooled requests, and
+//! `list_logs` pages the request log.
+
+use crate::db_or_skip;
+use crate::support::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+
+const LIMIT: &str = "4096";
+
+async fn open_server(url: &str) -> Server {
+    Server::start(url, &["--max-body-bytes", LIMIT, "--pool-size", "4"], &[]).await
+}
+
+#[tokio::test]
+async fn root_health_and_envelope_pass_through() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    let (st, root) = s.get("/").await;
+    assert_eq!(st, 200);
+    assert_eq!(root["name"], "kip-server");
+    assert_eq!(root["protocol"], "KIP v1.0");
+    assert!(root["version"].is_string());
+    let (st, health) = s.get("/health").await;
+    assert_eq!((st, &health["status"]), (200, &json!("ok")), "{health}");
+
+    let (st, primer) = s.kip_as(None, Some("gw_http"), "execute_kip", cmd("DESCRIBE PRIMER")).await;
+    assert_eq!(st, 200, "{primer}");
+    assert!(primer["result"]["identity"].is_object() && primer["result"]["domain_map"].is_array(), "{primer}");
+
+    // The same request through SQL gives the same envelope.
+    let db = pg(&url).await;
+    let q = json!({"command": "FIND(?p.name) WHERE { ?p {type: \"Person\"} } ORDER BY ?p.name", "parameters": {}});
+    let row = db
+        .query_one("SELECT set_config('kip.space', 'gw_http', false), kip_execute_readonly($1::jsonb)", &[&q])
+        .await
+        .unwrap();
+    let direct: Value = row.get(1);
+    let (st, via_http) = s.kip_as(None, Some("gw_http"), "execute_kip_readonly", q).await;
+    assert_eq!((st, via_http), (200, direct));
+
+    // A batch is 200, with the failing command's error inline.
+    let (st, batch) = s.kip_as(None, Some("gw_http"), "execute_kip", json!({"commands": ["FIND(", "DESCRIBE PRIMER"]})).await;
+    assert_eq!(st, 200, "{batch}");
+    assert_eq!(batch["result"][0]["error"]["code"], "KIP_1001");
+    assert!(batch["result"][1]["result"].is_object());
+}
+
+#[tokio::test]
+async fn kip_errors_map_to_statuses() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    let sp = Some("gw_status");
+    let run = |c: &'static str| s.kip_as(None, sp, "execute_kip", cmd(c));
+    assert_eq!(run("DESCRIBE PRIMER").await.0, 200);
+    // 400: syntax (KIP_1001), unknown type (KIP_2001), reference (KIP_3001)
+    assert_error(&run("FIND(").await, 400, "KIP_1001");
+    assert_error(&run(r#"UPDATE ?x SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "drug"} }"#).await, 400, "KIP_2001");
+    assert_error(&run(r#"UPDATE ?y SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "Person"} }"#).await, 400, "KIP_3001");
+    // a malformed request object is the extension's KIP_1001 too
+    assert_error(&s.kip_as(None, sp, "execute_kip", json!({"command": 1})).await, 400, "KIP_1001");
+    assert_error(&s.kip_as(None, sp, "execute_kip", Value::Null).await, 400, "KIP_1001");
+    // 404: a missing element, and a read-only call in a space that does not exist
+    assert_error(&run(r#"UPSERT { CONCEPT ?a { {id: "C:999999999"} SET ATTRIBUTES { x: 1 } } }"#).await, 404, "KIP_3002");
+    let (st, body) = s.kip_as(None, Some("gw_never_written"), "execute_kip_readonly", cmd("DESCRIBE PRIMER")).await;
+    assert_error(&(st, body), 404, "KIP_3002");
+    // 409: EXPECT VERSION mismatch (KIP_3005) and an ambiguous MERGE (KIP_3003)
+    assert_error(&run(r#"UPSERT { CONCEPT ?x { {type: "Person", name: "gw_ghost"} EXPECT VERSION 3 } }"#).await, 409, "KIP_3005");
+    assert_eq!(run(r#"UPSERT { CONCEPT ?a { {type: "Person", name: "gw_dup_a"} } CONCEPT ?b { {type: "Person", name: "gw_dup_b"} } }"#).await.0, 200);
+    assert_error(
+        &run(r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Person", name: "gw_dup_a"} ?t {type: "Person"} }"#).await,
+        409,
+        "KIP_3003",
+    );
+    // 403: protected system structure
+    assert_error(&run(r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Domain", name: "CoreSchema"} }"#).await, 403, "KIP_3004");
+    // read-only calls refuse KML (the extension's KIP_1001)
+    let (st, body) = s.kip_as(None, sp, "execute_kip_readonly", cmd(r#"UPSERT { CONCEPT ?x { {type: "Person", name: "gw_ro"} } }"#)).await;
+    assert_error(&(st, body), 400, "KIP_1001");
+}
+
+#[tokio::test]
+async fn bad_input_gets_json_envelopes() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    for body in [&b"not json"[..], b"", b"[1,2]", b"{\"params\": {}}", b"{\"method\": 7}", b"\xff\xfe"] {
+        let got = s.post_raw("/kip", None, body.to_vec()).await;
+        assert_error(&got, 400, "KIP_1001");
+    }
+    assert_error(&s.kip("drop_everything", json!({})).await, 400, "KIP_1001");
+    // 413 by declared length, without reading the body
+    let big = format!("{{\"method\": \"execute_kip\", \"params\": {{\"command\": \"{}\"}}}}", "x".repeat(5000));
+    assert_error(&s.post_raw("/kip", None, big.into_bytes()).await, 413, "KIP_4002");
+    // 413 for a chunked body (no declared length) once the limit is passed
+    let (status, body) = raw_chunked(s.addr(), "/kip", 10_000);
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], "KIP_4002");
+    // unknown route and method: JSON too
+    assert_error(&s.get("/nowhere").await, 404, "KIP_3002");
+    assert_error(&s.get("/kip").await, 405, "KIP_1001");
+    // the server is still fine
+    assert_eq!(s.get("/health").await.0, 200);
+}
+
+/// POST a chunked body of `size` bytes over a raw socket; returns status and body.
+fn raw_chunked(addr: std::net::SocketAddr, path: &str, size: usize) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let chunk = vec![b' '; 1000];
+    for _ in 0..size / 1000 {
+        // The server may answer and close before the whole body is sent.
+        if stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).is_err()
+            || stream.write_all(&chunk).is_err()
+            || stream.write_all(b"\r\n").is_err()
+        {
+            break;
+        }
+    }
+    let _ = stream.write_all(b"0\r\n\r\n");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    // The body may itself be chunked: keep the JSON object.
+    let body = match (body.find('{'), body.rfind('}')) {
+        (Some(a), Some(b)) => body[a..=b].to_string(),
+        _ => body,
+    };
+    (status, body)
+}
+
+#[tokio::test]
+async fn spaces_come_from_the_header_and_never_leak() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    for space in ["gw_leak_a", "gw_leak_b"] {
+        let upsert = json!({
+            "command": "UPSERT { CONCEPT ?p { {type: \"Person\", name: :name} } }",
+            "parameters": {"name": format!("marker_{space}")}
+        });
+        assert_eq!(s.kip_as(None, Some(space), "execute_kip", upsert).await.0, 200);
+    }
+    let find = cmd(r#"FIND(?p.name) WHERE { ?p {type: "Person"} FILTER(STARTS_WITH(?p.name, "marker_")) }"#);
+    // Interleave many requests over a 4-connection pool: each sees only its space.
+    let mut tasks = Vec::new();
+    for i in 0..60 {
+        let space = ["gw_leak_a", "gw_leak_b", "default"][i % 3];
+        let (base, find) = (s.base.clone(), find.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut req = client().post(format!("{base}/kip")).json(&json!({"method": "execute_kip", "params": find}));
+            if space != "default" {
+                req = req.header("X-KIP-Space", space);
+            }
+            (space, send(req).await)
+        }));
+    }
+    for t in tasks {
+        let (space, (st, body)) = t.await.unwrap();
+        assert_eq!(st, 200, "{body}");
+        let expected = if space == "default" { json!([]) } else { json!([format!("marker_{space}")]) };
+        assert_eq!(body["result"], expected, "space {space}");
+    }
+    // An invalid space name is the extension's error, not a crash.
+    let (st, body) = s.kip_as(None, Some("bad space!"), "execute_kip", cmd("DESCRIBE PRIMER")).await;
+    assert_error(&(st, body), 400, "KIP_1002");
+}
+
+#[tokio::test]
+async fn list_logs_pages_newest_first_without_parameter_values() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    let space = unique("gw_logs");
+    let sp = Some(space.as_str());
+    for i in 0..5 {
+        let params = json!({
+            "command": "FIND(?p.name) WHERE { ?p {type: \"Person\"} FILTER(?p.name == :secret_name) }",
+            "parameters": {"secret_name": format!("hunter{i}")}
+        });
+        assert_eq!(s.kip_as(None, sp, "execute_kip", params).await.0, 200);
+    }
+    assert_eq!(s.kip_as(None, sp, "execute_kip", cmd("FIND(")).await.0, 400);
+    // The log is written in the background: wait for the six entries.
+    let mut page = Value::Null;
+    for _ in 0..100 {
+        page = s.kip_as(None, sp, "list_logs", json!({"limit": 100})).await.1;
+        if page["result"].as_array().is_some_and(|a| a.len() >= 6) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let all = page["result"].as_array().expect("result array").clone();
+    assert_eq!(all.len(), 6, "{page}");
+    assert!(page.get("next_cursor").is_none());
+    assert_eq!(all[0]["status"], 400);
+    assert_eq!(all[0]["command"], "FIND");
+    assert_eq!(all[0]["error"]["code"], "KIP_1001");
+    assert_eq!(all[1]["status"], 200);
+    assert_eq!(all[1]["method"], "execute_kip");
+    assert_eq!(all[1]["request"]["parameters"]["secret_name"], "[redacted]");
+    assert!(!page.to_string().contains("hunter"), "parameter values leaked into the log: {page}");
+    let ids: Vec<i64> = all.iter().map(|e| e["_id"].as_i64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+
+    // Pages of 4 then 2, following next_cursor.
+    let (st, p1) = s.kip_as(None, sp, "list_logs", json!({"limit": 4})).await;
+    assert_eq!(st, 200);
+    assert_eq!(p1["result"].as_array().unwrap().len(), 4);
+    let cursor = p1["next_cursor"].as_str().expect("next_cursor").to_string();
+    let (_, p2) = s.kip_as(None, sp, "list_logs", json!({"limit": 4, "cursor": cursor})).await;
+    let p2_ids: Vec<i64> = p2["result"].as_array().unwrap().iter().map(|e| e["_id"].as_i64().unwrap()).collect();
+    assert_eq!(p2_ids, ids[4..].to_vec());
+    assert!(p2.get("next_cursor").is_none());
+    // default limit 10; other spaces see none of these entries
+    let other_space = unique("gw_logs_other");
+    assert_eq!(s.kip_as(None, Some(&other_space), "execute_kip", cmd("DESCRIBE PRIMER")).await.0, 200);
+    let mut other = Value::Null;
+    for _ in 0..100 {
+        other = s.kip_as(None, Some(&other_space), "list_logs", json!({})).await.1;
+        if !other["result"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let other = other["result"].as_array().unwrap().clone();
+    assert_eq!(other.len(), 1, "{other:?}");
+    assert_eq!(other[0]["space"], other_space.as_str());
+    // bad params
+    for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"cursor": "x"}), json!({"limit": 5, "extra": 1})] {
+        assert_error(&s.kip_as(None, sp, "list_logs", bad).await, 400, "KIP_1001");
+    }
+    // The table lives in the gateway's schema.
+    let db = pg(&url).await;
+    let n: i64 = db
+        .query_one("SELECT count(*) FROM kip_gateway.request_log WHERE space = $1", &[&space])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(n >= 6);
+}

@@ -1,0 +1,122 @@
+//! MCP over streamable HTTP (`POST /mcp`) and over stdio (`kip-server mcp`),
+//! spoken as raw JSON-RPC. (The handshake with a third-party MCP client is
+//! in scripts/gateway_test.sh.)
+
+use crate::db_or_skip;
+use crate::support::*;
+use serde_json::{json, Value};
+
+async fn rpc(s: &Server, key: Option<&str>, id: i64, method: &str, params: Value) -> Value {
+    let mut req = client()
+        .post(format!("{}/mcp", s.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let (st, body) = send(req).await;
+    assert_eq!(st, 200, "{body}");
+    body
+}
+
+fn initialize_params() -> Value {
+    json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "kip-gateway-test", "version": "0"}})
+}
+
+fn check_tools(list: &Value) {
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["execute_kip", "execute_kip_readonly", "list_logs"]);
+    // The input schema is the KIP function definition's.
+    let definition: Value = serde_json::from_str(include_str!("../../src/mcp/execute_kip.json")).unwrap();
+    assert_eq!(tools[0]["inputSchema"], definition["parameters"]);
+    assert_eq!(tools[1]["annotations"]["readOnlyHint"], true);
+}
+
+#[tokio::test]
+async fn streamable_http_tools() {
+    let url = db_or_skip!();
+    let keys = std::env::temp_dir().join(format!("kip-gateway-test-mcpkeys-{}.json", free_port()));
+    std::fs::write(
+        &keys,
+        json!({"keys": [
+            {"key": "mcp-rw-key-1", "space": "gw_mcp", "access": "read-write"},
+            {"key": "mcp-ro-key-1", "space": "gw_mcp", "access": "read-only"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let s = Server::start(&url, &[], &[("KIP_API_KEYS_FILE", keys.to_str().unwrap())]).await;
+    let rw = Some("mcp-rw-key-1");
+
+    let init = rpc(&s, rw, 1, "initialize", initialize_params()).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "kip-server");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    assert!(init["result"]["instructions"].as_str().unwrap().contains("DESCRIBE PRIMER"));
+    check_tools(&rpc(&s, rw, 2, "tools/list", json!({})).await);
+
+    let call = |key, id, tool: &str, args: Value| {
+        let (s, tool) = (&s, tool.to_string());
+        async move { rpc(s, key, id, "tools/call", json!({"name": tool, "arguments": args})).await }
+    };
+    let primer = call(rw, 3, "execute_kip", cmd("DESCRIBE PRIMER")).await;
+    assert_eq!(primer["result"]["isError"], false, "{primer}");
+    let envelope: Value = serde_json::from_str(primer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(envelope["result"]["identity"].is_object());
+    assert_eq!(primer["result"]["structuredContent"], envelope);
+
+    // A KIP error is a tool error carrying the envelope.
+    let bad = call(rw, 4, "execute_kip", cmd("FIND(")).await;
+    assert_eq!(bad["result"]["isError"], true);
+    let text = bad["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("HTTP 400") && text.contains("KIP_1001"), "{text}");
+
+    // The read-only key may only read.
+    let ro = Some("mcp-ro-key-1");
+    let refused = call(ro, 5, "execute_kip", cmd("DESCRIBE PRIMER")).await;
+    assert_eq!(refused["result"]["isError"], true);
+    assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("HTTP 403"));
+    let read = call(ro, 6, "execute_kip_readonly", cmd("DESCRIBE PRIMER")).await;
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    let logs = call(ro, 7, "list_logs", json!({"limit": 3})).await;
+    assert_eq!(logs["result"]["isError"], false, "{logs}");
+    assert!(logs["result"]["structuredContent"]["result"].is_array());
+    std::fs::remove_file(keys).unwrap();
+}
+
+#[tokio::test]
+async fn stdio_tools() {
+    let url = db_or_skip!();
+    let mut peer = StdioPeer::spawn(&url, &["--space", "gw_stdio"]);
+    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}));
+    let init = peer.response(1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "kip-server", "{init}");
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
+    check_tools(&peer.response(2));
+    let upsert = json!({"command": "UPSERT { CONCEPT ?p { {type: \"Person\", name: \"stdio_marker\"} } }"});
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "execute_kip", "arguments": upsert}}));
+    assert_eq!(peer.response(3)["result"]["isError"], false);
+
+    // It wrote into the --space given on the command line.
+    let db = pg(&url).await;
+    let row = db
+        .query_one(
+            "SELECT set_config('kip.space', 'gw_stdio', false), kip_execute_readonly($1::jsonb)",
+            &[&cmd(r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "stdio_marker"} }"#)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Value>(1)["result"], json!(["stdio_marker"]));
+
+    // --read-only refuses execute_kip.
+    let mut ro = StdioPeer::spawn(&url, &["--space", "gw_stdio", "--read-only"]);
+    ro.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}));
+    ro.response(1);
+    ro.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    ro.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_kip", "arguments": cmd("DESCRIBE PRIMER")}}));
+    let refused = ro.response(2);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+}

@@ -1,0 +1,134 @@
+//! Statement timeout (408), failures outside the extension (500), an
+//! unreachable database (503) and reconnection, graceful shutdown.
+
+use crate::db_or_skip;
+use crate::support::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn find_people() -> serde_json::Value {
+    cmd(r#"FIND(?p.name) WHERE { ?p {type: "Person"} } LIMIT 5"#)
+}
+
+/// Hold an exclusive lock on the concepts table until the returned client
+/// rolls back: every KIP command waits on it.
+async fn lock_concepts(url: &str) -> tokio_postgres::Client {
+    let db = pg(url).await;
+    db.batch_execute("BEGIN; LOCK TABLE kip.concepts IN ACCESS EXCLUSIVE MODE").await.unwrap();
+    db
+}
+
+#[tokio::test]
+async fn a_statement_timeout_is_408() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &["--statement-timeout-ms", "300", "--pool-size", "2"], &[]).await;
+    let sp = Some("gw_timeout");
+    assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
+    let lock = lock_concepts(&url).await;
+    let started = Instant::now();
+    assert_error(&s.kip_as(None, sp, "execute_kip", find_people()).await, 408, "KIP_4001");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_database_without_kip_is_500_and_unhealthy() {
+    let url = db_or_skip!();
+    // The maintenance database has no kip extension.
+    let cfg: tokio_postgres::Config = url.parse().unwrap();
+    let plain = url.replacen(&format!("/{}", cfg.get_dbname().unwrap()), "/postgres", 1);
+    let s = Server::start(&plain, &["--log-retention-days", "0"], &[]).await;
+    assert_error(&s.kip("execute_kip", cmd("DESCRIBE PRIMER")).await, 500, "KIP_4003");
+    let (st, health) = s.get("/health").await;
+    assert_eq!((st, &health["status"]), (503, &json!("unavailable")), "{health}");
+    // With the request log off, list_logs is an empty page.
+    let (st, logs) = s.kip("list_logs", json!({})).await;
+    assert_eq!((st, logs), (200, json!({"result": []})));
+}
+
+#[tokio::test]
+async fn unreachable_postgres_is_503_then_the_gateway_reconnects() {
+    let url = db_or_skip!();
+    let mut proxy = Proxy::start(pg_addr(&url)).await;
+    let s = Server::start(&url_via(&url, proxy.addr), &["--pool-size", "4", "--pool-timeout-ms", "1000"], &[]).await;
+    let sp = Some("gw_reconnect");
+    // Fill the pool with live connections.
+    for r in concurrent(&s.base, 4, "gw_reconnect").await {
+        assert_eq!(r.0, 200, "{}", r.1);
+    }
+    assert_eq!(s.get("/health").await.0, 200);
+
+    proxy.cut();
+    let started = Instant::now();
+    for _ in 0..6 {
+        let got = s.kip_as(None, sp, "execute_kip", find_people()).await;
+        assert_error(&got, 503, "KIP_4003");
+    }
+    assert_error(&s.get("/health").await, 503, "KIP_4003");
+    assert!(started.elapsed() < Duration::from_secs(20), "503s must come quickly");
+
+    proxy.restore().await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (st, body) = s.kip_as(None, sp, "execute_kip", find_people()).await;
+        if st == 200 {
+            break;
+        }
+        assert_eq!(st, 503, "{body}");
+        assert!(Instant::now() < deadline, "the gateway did not reconnect");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Every pooled connection works again.
+    for r in concurrent(&s.base, 8, "gw_reconnect").await {
+        assert_eq!(r.0, 200, "{}", r.1);
+    }
+    assert_eq!(s.get("/health").await.0, 200);
+}
+
+/// `n` FIND requests at once.
+async fn concurrent(base: &str, n: usize, space: &'static str) -> Vec<(u16, serde_json::Value)> {
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let req = client()
+                .post(format!("{base}/kip"))
+                .header("X-KIP-Space", space)
+                .json(&json!({"method": "execute_kip", "params": find_people()}));
+            tokio::spawn(send(req))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn sigterm_drains_requests_in_flight() {
+    let url = db_or_skip!();
+    let mut s = Server::start(&url, &["--pool-size", "2"], &[]).await;
+    let sp = "gw_shutdown";
+    assert_eq!(s.kip_as(None, Some(sp), "execute_kip", find_people()).await.0, 200);
+    let lock = lock_concepts(&url).await;
+    // A request that waits on the lock...
+    let base = s.base.clone();
+    let in_flight = tokio::spawn(async move {
+        let req = client()
+            .post(format!("{base}/kip"))
+            .header("X-KIP-Space", sp)
+            .json(&json!({"method": "execute_kip", "params": find_people()}));
+        send(req).await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // ...is still answered after SIGTERM, while new connections are refused.
+    s.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(reqwest::Client::new().get(&s.base).send().await.is_err(), "new connections must be refused while draining");
+    assert!(!in_flight.is_finished());
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    let (st, body) = in_flight.await.unwrap();
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(s.wait_exit(Duration::from_secs(10)), Some(0), "{}", s.log());
+    assert!(s.log().contains("shutdown requested"));
+}
