@@ -21,6 +21,8 @@ async fn lock_concepts(url: &str) -> tokio_postgres::Client {
 #[tokio::test]
 async fn a_statement_timeout_is_408() {
     let url = db_or_skip!();
+    // Bootstrapping a space takes longer than the short timeout: do it first.
+    pg(&url).await.execute("SELECT kip_create_space('gw_timeout')", &[]).await.unwrap();
     let s = Server::start(&url, &["--statement-timeout-ms", "300", "--pool-size", "2"], &[]).await;
     let sp = Some("gw_timeout");
     assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
