@@ -44,8 +44,15 @@ impl DbError {
 impl From<tokio_postgres::Error> for DbError {
     fn from(e: tokio_postgres::Error) -> DbError {
         let Some(db) = e.as_db_error() else {
-            // No server error: the connection broke or could not be opened.
-            return DbError::Unavailable(format!("database connection failed: {e}"));
+            // No server error: either the connection broke or could not be
+            // opened (an I/O error underneath), or the client itself failed,
+            // e.g. decoding a value.
+            let io = std::iter::successors(std::error::Error::source(&e), |s| s.source()).any(|s| s.is::<std::io::Error>());
+            return if e.is_closed() || io {
+                DbError::Unavailable(format!("database connection failed: {e}"))
+            } else {
+                DbError::Failed(e.to_string())
+            };
         };
         let code = db.code();
         let message = format!("{}: {}", code.code(), db.message());

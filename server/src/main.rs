@@ -38,7 +38,6 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            tracing::error!("{message}");
             eprintln!("kip-server: {message}");
             ExitCode::FAILURE
         }

@@ -10,7 +10,7 @@
 use crate::auth::Caller;
 use crate::db::{Db, DbError};
 use serde_json::{json, Map, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -75,6 +75,7 @@ struct Inner {
     keep_parameters: bool,
     schema_ready: AtomicBool,
     queue: mpsc::Sender<Entry>,
+    dropped: AtomicU64,
 }
 
 /// The background tasks of the log; `stop` flushes what is queued.
@@ -98,7 +99,7 @@ impl RequestLog {
         let (queue, rx) = mpsc::channel(QUEUE);
         let (stop, stop_rx) = watch::channel(false);
         let log = RequestLog {
-            inner: Arc::new(Inner { db, enabled: retention_days > 0, keep_parameters, schema_ready: AtomicBool::new(false), queue }),
+            inner: Arc::new(Inner { db, enabled: retention_days > 0, keep_parameters, schema_ready: AtomicBool::new(false), queue, dropped: AtomicU64::new(0) }),
         };
         let mut handles = vec![tokio::spawn(log.clone().write_loop(rx, stop_rx.clone()))];
         if retention_days > 0 {
@@ -162,7 +163,11 @@ impl RequestLog {
             return;
         }
         if self.inner.queue.try_send(entry).is_err() {
-            tracing::warn!("request log queue full: entry dropped");
+            // One warning per thousand drops, not one per request under load.
+            let dropped = self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            if dropped % 1000 == 0 {
+                tracing::warn!(dropped = dropped + 1, "request log queue full: entries dropped");
+            }
         }
     }
 
