@@ -80,7 +80,8 @@ pub enum Planning {
     /// A plan for the values of each run, always: for statements whose good
     /// plan depends on them (a query vector that an HNSW index scan orders
     /// by, LIMITs that make a btree walk cheaper than a sort). Their generic
-    /// plans were measured 5-80x slower (benches/SEARCH-BENCH.md).
+    /// plans were measured 1.3-5x (keyword) and 50-90x (semantic) slower
+    /// (benches/SEARCH-BENCH.md).
     Custom,
 }
 

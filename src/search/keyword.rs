@@ -48,11 +48,10 @@
 //! pg_trgm is called schema-qualified (`exec::extensions`), so keyword search
 //! works whatever `search_path` is.
 
-use super::{Hit, Query};
+use super::{word_stats, Hit, Query};
 use crate::compile::element::ElementKind;
 use crate::compile::Params;
 use crate::engine::Ctx;
-use super::word_stats;
 use crate::exec::{extensions, spi, SqlParam};
 use kip_lang::KipError;
 
@@ -76,7 +75,7 @@ const FREQUENT_WINDOW: i64 = 20;
 const FUZZY_ALWAYS_BELOW: i64 = 20_000;
 /// Above `FUZZY_ALWAYS_BELOW`, typo matching is tried for terms of at most
 /// this many words (a name), not for questions.
-const FUZZY_MAX_WORDS: i64 = 3;
+const FUZZY_MAX_WORDS: usize = 3;
 
 /// The term as a LIKE pattern matching it anywhere, with LIKE's own
 /// metacharacters escaped (computed in SQL from the bound term).
@@ -91,6 +90,7 @@ fn like_pattern(term: &str) -> String {
 /// `FREQUENT_SHARE` of all rows) and `idf`.
 fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> Result<String, KipError> {
     let stats = word_stats::of(table, ctx.access)?;
+    let space_x = space_filter("x", space);
     let n = params.push(SqlParam::Float(stats.rows));
     let words = params.push(SqlParam::TextArray(stats.words.clone()));
     let freqs = params.push(SqlParam::RealArray(stats.freqs.clone()));
@@ -114,7 +114,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
            FROM estimated e, LATERAL (
              SELECT CASE WHEN e.rows >= {COMMON_ROWS} THEN e.rows
                          ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} x
-                                                     WHERE (x.space = {space}) IS TRUE AND x.search_text @@ e.tq
+                                                     WHERE {space_x} AND x.search_text @@ e.tq
                                                      LIMIT {DF_CAP}) s)::float8
                     END AS df) d
          ),
@@ -147,14 +147,21 @@ pub enum Role {
 /// milliseconds when the term's trigrams are common, so there it is the
 /// fallback for a partial or misspelt name, not a routine source.
 fn trigram_gate(term: &str, role: Role) -> String {
+    let short_term = term.split_whitespace().count() <= FUZZY_MAX_WORDS;
     let fallback = match role {
-        Role::Alone => format!(
-            "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM frequent_cand)
-                 AND array_length(regexp_split_to_array(btrim({term}), '\\s+'), 1) <= {FUZZY_MAX_WORDS})"
-        ),
-        Role::HybridHalf => String::new(),
+        Role::Alone if short_term => {
+            "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM frequent_cand))"
+        }
+        _ => "",
     };
     format!("((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW} {fallback})")
+}
+
+/// The space condition of a lookup driven by a word's posting list: a
+/// filter on the rows the GIN index returns (see the module comment), never
+/// a bitmap of the whole space AND-ed with it.
+fn space_filter(alias: &str, space: &str) -> String {
+    format!("({alias}.space = {space}) IS TRUE")
 }
 
 /// The BM25-style text score of the row `d` (with `d.search_text` and its
@@ -202,7 +209,8 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let knn = extensions::trgm_op("<->")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
-    let trigram = trigram_gate(&term, role);
+    let trigram = trigram_gate(q.term, role);
+    let space_c = space_filter("c", &space);
     let frequent_gate = match role {
         Role::Alone => "true",
         Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
@@ -215,11 +223,11 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
            UNION
            (SELECT c.id FROM kip.concepts c
             WHERE (SELECT count(*) FROM terms) > 1
-              AND (c.space = {space}) IS TRUE AND c.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
+              AND {space_c} AND c.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
            (SELECT x.id FROM df, LATERAL (
               SELECT c.id FROM kip.concepts c
-              WHERE (c.space = {space}) IS TRUE AND c.search_text @@ df.tq {type_filter} LIMIT {cand}) x
+              WHERE {space_c} AND c.search_text @@ df.tq {type_filter} LIMIT {cand}) x
             WHERE NOT df.common)
          ),
          -- A frequent word's candidates, only when the sources above found
@@ -284,6 +292,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
     let like = like_pattern(&term);
+    let space_l = space_filter("l", &space);
     let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
@@ -309,11 +318,11 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
          ),
          cand AS (
            (SELECT l.id FROM kip.propositions l
-            WHERE (l.space = {space}) IS TRUE AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
+            WHERE {space_l} AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
            (SELECT x.id FROM df, LATERAL (
               SELECT l.id FROM kip.propositions l
-              WHERE (l.space = {space}) IS TRUE AND l.search_text @@ df.tq {type_filter} LIMIT {cand}) x
+              WHERE {space_l} AND l.search_text @@ df.tq {type_filter} LIMIT {cand}) x
             WHERE NOT df.common)
            UNION
            (SELECT x.id FROM preds, LATERAL (

@@ -122,7 +122,9 @@ fn write_rate(c: &mut Client, label: &str, count: usize) -> f64 {
 /// The share of the exact top 10 that semantic SEARCH returns, over the
 /// meaning queries; `ef_search` is the session's `hnsw.ef_search`.
 fn recall_at_10(c: &mut Client, space: &str, ef_search: Option<i32>) -> f64 {
-    c.batch_execute(&format!("SET hnsw.ef_search = {}", ef_search.unwrap_or(40))).unwrap();
+    if let Some(ef) = ef_search {
+        c.batch_execute(&format!("SET hnsw.ef_search = {ef}")).unwrap();
+    }
     let mut overlap = 0usize;
     let mut total = 0usize;
     for q in MEANING_QUERIES {
