@@ -44,6 +44,7 @@ bench: install
 	cargo run --release -p kip-integration-tests --bin kip-write-bench
 	cargo run --release -p kip-integration-tests --bin kql-bench
 	cargo run --release -p kip-integration-tests --bin kip-search-bench
+	bash scripts/model_bench.sh
 
 soak: install
 	@bash scripts/cluster.sh start
