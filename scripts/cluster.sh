@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PGBIN=${PGBIN:-$(/usr/bin/pg_config --bindir)}
+PGBIN=${PGBIN:-$(${PG_CONFIG:-/usr/bin/pg_config} --bindir)}
 PGDATA_DIR=${KIP_PGDATA:-$ROOT/.pgdata}
 PORT=${KIP_PGPORT:-54329}
 LOG=$PGDATA_DIR/server.log

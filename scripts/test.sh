@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KIP_PGPORT=${KIP_PGPORT:-54329}
+# PG_CONFIG selects the PostgreSQL installation kip is built for and installed
+# into (default: the system one); cargo pgrx test reads $PGRX_HOME/config.toml.
+export PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
 step() { printf '\n== %s\n' "$*"; }
 t0=$(date +%s)
 
@@ -21,11 +24,11 @@ step "cargo pgrx test pg15"
 # cluster preloads it, so stop the cluster first (never overwrite a loaded .so).
 bash scripts/cluster.sh stop
 export CARGO_PGRX_TEST_RUNAS=postgres
-export CARGO_PGRX_TEST_PGDATA=/tmp/kip-pgrx-test-pgdata
+export CARGO_PGRX_TEST_PGDATA=${CARGO_PGRX_TEST_PGDATA:-/tmp/kip-pgrx-test-pgdata}
 cargo pgrx test pg15 2>&1
 
 step "install the release build and start the cluster"
-cargo pgrx install --release --pg-config /usr/bin/pg_config --sudo >/tmp/kip-install.log 2>&1 || { tail -50 /tmp/kip-install.log; exit 1; }
+cargo pgrx install --release --pg-config "$PG_CONFIG" --sudo >/tmp/kip-install.log 2>&1 || { tail -50 /tmp/kip-install.log; exit 1; }
 bash scripts/cluster.sh start
 
 step "integration tests"
