@@ -21,11 +21,14 @@ CREATE INDEX propositions_expiring_idx ON kip.propositions (space) WHERE metadat
 
 -- An ISO-8601 text as timestamptz, or NULL when it is not one: metadata such
 -- as expires_at is agent-written and may be anything; the cycle skips values
--- it cannot read instead of failing on them.
+-- it cannot read instead of failing on them. PARALLEL UNSAFE: the EXCEPTION
+-- block starts a subtransaction, which a parallel operation forbids.
 CREATE FUNCTION kip.try_timestamptz(value text) RETURNS timestamptz
-LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE AS $$
 BEGIN
-    IF value IS NULL OR value !~ '^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|z|[+-]\d{2}(:?\d{2})?)?$' THEN
+    -- Bracket classes instead of backslash escapes: the pattern reads the
+    -- same under standard_conforming_strings = off.
+    IF value IS NULL OR value !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?)?(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)?$' THEN
         RETURN NULL;
     END IF;
     RETURN value::timestamptz;

@@ -188,3 +188,22 @@ SELECT pg_catalog.pg_extension_config_dump('kip.spaces', '');
 SELECT pg_catalog.pg_extension_config_dump('kip.concepts', '');
 SELECT pg_catalog.pg_extension_config_dump('kip.propositions', '');
 SELECT pg_catalog.pg_extension_config_dump('kip.element_id_seq', '');
+
+-- A random secret of this database's kip installation, created with the
+-- extension (pg_strong_random through gen_random_uuid): the key that
+-- authenticates CURSOR tokens, so a token cannot be forged from anything
+-- public such as the database oid. Not dumped: a restored database gets a
+-- new secret (old cursors then restart with KIP_1001). The table is closed
+-- to PUBLIC; kip reads it through kip.cursor_secret().
+CREATE TABLE kip.instance_secrets (
+    name   text PRIMARY KEY,
+    secret bytea NOT NULL CONSTRAINT instance_secret_length CHECK (length(secret) >= 16)
+);
+REVOKE ALL ON kip.instance_secrets FROM PUBLIC;
+INSERT INTO kip.instance_secrets (name, secret)
+VALUES ('cursor', decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'));
+CREATE FUNCTION kip.cursor_secret() RETURNS bytea
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT secret FROM kip.instance_secrets WHERE name = 'cursor'
+$$;
+COMMENT ON FUNCTION kip.cursor_secret() IS 'The key of CURSOR tokens (kip internal)';

@@ -13,7 +13,7 @@
 //! harmless: every statement is an idempotent UPSERT, and unchanged elements
 //! keep their `_version`.
 
-use crate::engine::{self, Ctx};
+use crate::engine::{self, Ctx, Origin};
 use crate::exec::Access;
 use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};
@@ -34,7 +34,7 @@ pub const CAPSULES: [(&str, &str); 9] = [
 /// Load every capsule into `space`. Runs inside the caller's subtransaction
 /// (`space::ensure`), so a failure leaves the space unbootstrapped.
 pub fn run(space: &Space) -> Result<(), KipError> {
-    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite };
+    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite, origin: Origin::Bootstrap };
     for (file, text) in CAPSULES {
         let failed = |e: KipError| {
             KipError::new(ErrorCode::InternalError, format!("bootstrap capsule {file} failed: {e}"))

@@ -39,7 +39,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_explain explains FIND commands")
             .with_hint("Pass a FIND(…) WHERE { … } command."));
     };
-    let ctx = Ctx { space: crate::space::current()?, access: Access::ReadOnly };
+    let ctx = Ctx::new(crate::space::current()?, Access::ReadOnly);
     let limit = engine::find::page_size(engine::find::literal(&q.limit)?);
     let plan = compile_find(q, &ctx, limit, 0)?;
     let mut out = String::from("-- SQL\n");

@@ -6,6 +6,9 @@
 //! | `kip.default_limit` | `100`     | rows returned by FIND / DESCRIBE / EXPORT without LIMIT   |
 //! | `kip.max_limit`     | `10000`   | the largest LIMIT accepted (larger ones are capped)       |
 //! | `kip.max_hops`      | `10`      | depth bound of open hop quantifiers such as `{1,}`        |
+//! | `kip.command_timeout` | `30s`   | time budget of each command (`KIP_4001`); 0 disables it   |
+//! | `kip.max_command_size` | `4MB`  | largest command text accepted (`KIP_4002`)                |
+//! | `kip.max_clauses`   | `512`     | WHERE clauses and FILTER terms per command (`KIP_4002`)   |
 
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
@@ -14,6 +17,11 @@ pub static SPACE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::n
 pub static DEFAULT_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static MAX_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 pub static MAX_HOPS: GucSetting<i32> = GucSetting::<i32>::new(10);
+/// Milliseconds.
+pub static COMMAND_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(30_000);
+/// Kilobytes.
+pub static MAX_COMMAND_SIZE: GucSetting<i32> = GucSetting::<i32>::new(4_096);
+pub static MAX_CLAUSES: GucSetting<i32> = GucSetting::<i32>::new(512);
 
 pub fn register() {
     GucRegistry::define_string_guc(
@@ -51,6 +59,36 @@ pub fn register() {
         &MAX_HOPS,
         1,
         1_000,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kip.command_timeout",
+        c"Time budget of each KIP command; 0 disables it.",
+        c"Every command of a batch gets its own budget. A command that exceeds it is rolled back and answered with KIP_4001.",
+        &COMMAND_TIMEOUT,
+        0,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"kip.max_command_size",
+        c"The largest KIP command text accepted.",
+        c"Larger command texts are refused with KIP_4002 before they are parsed.",
+        &MAX_COMMAND_SIZE,
+        1,
+        1_048_576,
+        GucContext::Userset,
+        GucFlags::UNIT_KB,
+    );
+    GucRegistry::define_int_guc(
+        c"kip.max_clauses",
+        c"The most WHERE clauses and FILTER terms one KIP command may have.",
+        c"Counted over every nesting level; larger patterns are refused with KIP_4002 before they are compiled.",
+        &MAX_CLAUSES,
+        1,
+        100_000,
         GucContext::Userset,
         GucFlags::default(),
     );

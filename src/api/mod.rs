@@ -6,6 +6,7 @@
 //! exception. Each command runs in its own subtransaction.
 
 pub mod envelope;
+pub mod jsonb_arg;
 pub mod request;
 
 use crate::engine::{self, Mode};
@@ -21,41 +22,53 @@ fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) ->
     JsonB(value)
 }
 
-fn text_request(command: Option<&str>, parameters: Option<JsonB>) -> Result<request::Request, kip_lang::KipError> {
+use jsonb_arg::JsonbArg;
+
+fn text_request(command: Option<&str>, parameters: Option<JsonbArg>) -> Result<request::Request, kip_lang::KipError> {
     let command = command.ok_or_else(|| {
         kip_lang::KipError::new(kip_lang::ErrorCode::InvalidSyntax, "the command is NULL")
             .with_hint("Pass the KIP command text as the first argument.")
     })?;
-    let parameters = parameters.map(|p| p.0).unwrap_or_else(|| json!({}));
+    let parameters = match parameters {
+        Some(p) => p.parse("the parameters")?,
+        None => json!({}),
+    };
     request::single(command, &parameters)
 }
 
-fn json_request(req: Option<JsonB>) -> Result<request::Request, kip_lang::KipError> {
-    request::from_json(&req.map(|r| r.0).unwrap_or(Value::Null))
+fn json_request(req: Option<JsonbArg>) -> Result<request::Request, kip_lang::KipError> {
+    let value = match req {
+        Some(r) => r.parse("the request")?,
+        None => Value::Null,
+    };
+    request::from_json(&value)
 }
 
 /// Execute one KIP command (KQL, KML or META) with placeholder parameters.
 #[pg_extern(name = "kip_execute", volatile, parallel_unsafe)]
-fn kip_execute_text(command: Option<&str>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+fn kip_execute_text(command: Option<&str>, parameters: default!(Option<JsonbArg>, "'{}'")) -> JsonB {
     respond(text_request(command, parameters), Mode::ReadWrite)
 }
 
 /// Execute an `execute_kip` request object: `{command | commands, parameters?, dry_run?}`.
 #[pg_extern(name = "kip_execute", volatile, parallel_unsafe)]
-fn kip_execute_request(request: Option<JsonB>) -> JsonB {
+fn kip_execute_request(request: Option<JsonbArg>) -> JsonB {
     respond(json_request(request), Mode::ReadWrite)
 }
 
 /// Execute a read-only KIP command (FIND, DESCRIBE, SEARCH, EXPORT). The
 /// function is STABLE and its SQL runs with SPI's read-only flag, so
-/// Postgres itself refuses writes; it also works on hot standbys.
-#[pg_extern(name = "kip_execute_readonly", stable, parallel_safe)]
-fn kip_execute_readonly_text(command: Option<&str>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+/// Postgres itself refuses writes; it also works on hot standbys. It is
+/// PARALLEL UNSAFE because every command runs in a subtransaction, which
+/// Postgres forbids during a parallel operation: a query calling it per row
+/// of a large table gets a serial plan instead of an error.
+#[pg_extern(name = "kip_execute_readonly", stable, parallel_unsafe)]
+fn kip_execute_readonly_text(command: Option<&str>, parameters: default!(Option<JsonbArg>, "'{}'")) -> JsonB {
     respond(text_request(command, parameters), Mode::ReadOnly)
 }
 
 /// Read-only form of the `execute_kip` request object.
-#[pg_extern(name = "kip_execute_readonly", stable, parallel_safe)]
-fn kip_execute_readonly_request(request: Option<JsonB>) -> JsonB {
+#[pg_extern(name = "kip_execute_readonly", stable, parallel_unsafe)]
+fn kip_execute_readonly_request(request: Option<JsonbArg>) -> JsonB {
     respond(json_request(request), Mode::ReadOnly)
 }

@@ -72,22 +72,19 @@ pub fn proposition_json(alias: &str) -> String {
     )
 }
 
-/// Parse an external id: `C:<n>` → (Concept, n); `P:<n>[:<pred>]` → (Proposition, n).
+/// Whether an element is a concept node or a proposition link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElementKind {
     Concept,
     Proposition,
 }
 
+/// The kind and row id of an external id, or `None` when it is malformed or
+/// beyond any row id. The strict parser is `kml_ids::parse`; this is its
+/// lenient view for FILTER comparisons, where a malformed id matches nothing.
 pub fn parse_ref(id: &str) -> Option<(ElementKind, i64)> {
-    if let Some(rest) = id.strip_prefix("C:") {
-        return rest.parse::<i64>().ok().filter(|n| *n > 0).map(|n| (ElementKind::Concept, n));
-    }
-    if let Some(rest) = id.strip_prefix("P:") {
-        let num = rest.split(':').next().unwrap_or("");
-        return num.parse::<i64>().ok().filter(|n| *n > 0).map(|n| (ElementKind::Proposition, n));
-    }
-    None
+    let parsed = super::kml_ids::parse(id).ok()?;
+    parsed.id.map(|n| (parsed.kind, n))
 }
 
 #[cfg(test)]
@@ -102,5 +99,7 @@ mod tests {
         assert_eq!(parse_ref("C:x"), None);
         assert_eq!(parse_ref("C:-1"), None);
         assert_eq!(parse_ref("12"), None);
+        assert_eq!(parse_ref("C:+5"), None);
+        assert_eq!(parse_ref("C:007"), None);
     }
 }

@@ -111,6 +111,7 @@ pub fn load_closure(ctx: &Ctx, ids: &[i64]) -> Result<BTreeMap<i64, Stored>, Kip
     let mut loaded: BTreeMap<i64, Stored> = BTreeMap::new();
     let mut wanted: BTreeSet<i64> = ids.iter().copied().collect();
     while !wanted.is_empty() {
+        pgrx::check_for_interrupts!();
         let batch: Vec<i64> = wanted.iter().copied().collect();
         let rows = spi::query(LOAD_SQL, &[ctx.space.param(), SqlParam::IntArray(batch)], Access::ReadOnly)?;
         let mut next = BTreeSet::new();

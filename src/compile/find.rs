@@ -104,9 +104,8 @@ pub(crate) fn compile_find(q: &FindQuery, ctx: &Ctx, limit: u64, offset: u64) ->
         let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| rel.vars.iter().find(|v| &v.name == k).cloned()).collect();
         let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
         ctes.push(format!(
-            "d AS (SELECT {}{}min(s.ord) AS ord FROM s{})",
+            "d AS (SELECT {}min(s.ord) AS ord FROM s{})",
             cols.iter().map(|c| format!("{c}, ")).collect::<String>(),
-            "",
             if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
         ));
         let mut acc = SolutionAccess::new("d", &key_vars);

@@ -38,6 +38,10 @@ pub struct ParsedId {
 }
 
 /// Parse `C:<n>` / `P:<n>[:<predicate>]`; anything else is `KIP_1001`.
+///
+/// This is the one parser of external ids in kip: every command accepts
+/// exactly the form the engine prints, `<n>` being a decimal number without
+/// sign or leading zeros (`C:+5` and `C:007` are malformed everywhere).
 pub fn parse(text: &str) -> Result<ParsedId, KipError> {
     let (kind, rest) = if let Some(r) = text.strip_prefix("C:") {
         (ElementKind::Concept, r)
@@ -51,7 +55,7 @@ pub fn parse(text: &str) -> Result<ParsedId, KipError> {
         (_, None) => (rest, None),
         _ => return Err(malformed(text)),
     };
-    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) || num.starts_with('0') {
         return Err(malformed(text));
     }
     let id = num.parse::<i64>().ok().filter(|n| *n > 0);
@@ -97,6 +101,9 @@ mod tests {
         assert!(parse("C:x").is_err());
         assert!(parse("C:1:x").is_err());
         assert!(parse("12").is_err());
+        for bad in ["C:+5", "C:007", "C:0", "C:-1", "C: 5", "P:05:treats", "P:5:", "c:5", "C:"] {
+            assert!(parse(bad).is_err(), "{bad} must be malformed");
+        }
         assert!(parse_proposition("C:1").unwrap_err().message.contains("must be a Proposition ID"));
         assert!(parse_concept("P:1:x").is_err());
     }

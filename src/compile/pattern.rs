@@ -34,6 +34,7 @@
 mod block;
 mod endpoint;
 mod ground;
+mod groups;
 mod scope;
 
 pub(crate) use block::compile_block;

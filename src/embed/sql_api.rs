@@ -110,7 +110,7 @@ fn search_with_vector(
         return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist yet", space.name()))
             .with_hint("Write to it once with kip_execute, or call kip_create_space(name)."));
     }
-    let ctx = engine::Ctx { space, access: Access::ReadOnly };
+    let ctx = engine::Ctx::new(space, Access::ReadOnly);
     super::with_external_query(vector, || subxact::run_isolated(|| engine::execute_script(&script, &ctx)))
 }
 

@@ -66,6 +66,7 @@ fn delete_keys(ctx: &Ctx, targets: &[Target], keys: &[StrArg], column: Column) -
         }
     }
     let (concepts, links) = kml_match::split(targets);
+    protection::refuse_anchoring_links(&ctx.space, &links, "delete keys of")?;
     let (concept_sql, link_sql) = match column {
         Column::Attributes => (
             "UPDATE kip.concepts SET attributes = attributes - $2::text[] WHERE space = $1 AND id = ANY($3) AND attributes ?| $2::text[]",
@@ -98,6 +99,7 @@ fn delete_propositions(ctx: &Ctx, var: &str, targets: &[Target]) -> Result<Value
     if links.is_empty() {
         return Ok(json!({ "deleted_propositions": 0 }));
     }
+    protection::refuse_anchoring_links(&ctx.space, &links, "delete")?;
     let rows = spi::query(
         "WITH RECURSIVE doomed(id) AS ( \
              SELECT p.id FROM kip.propositions p WHERE p.space = $1 AND p.id = ANY($2) \

@@ -85,13 +85,12 @@ fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<Stri
     )?;
     let row = rows.into_iter().next().unwrap_or_default();
     let mut names = row.first().cloned().unwrap_or(json!([]));
-    let more = row.get(1).and_then(Value::as_u64).is_some_and(|n| n > limit);
-    if more {
-        if let Value::Array(a) = &mut names {
-            a.truncate(limit as usize);
-        }
+    // LIMIT 0 has no next page: a cursor for the same offset would loop.
+    let more = row.get(1).and_then(Value::as_u64).is_some_and(|n| n > limit) && limit > 0;
+    if let Value::Array(a) = &mut names {
+        a.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
-    Ok(Outcome { result: names, next_cursor: more.then(|| cursor::encode(&shape, offset + limit)) })
+    Ok(Outcome { result: names, next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
 }
 
 /// Domain summaries in name order; with `key_concepts`, each also lists its

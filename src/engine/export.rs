@@ -6,6 +6,9 @@
 //! Exported elements get local handles (`?c<id>`, `?p<id>`); elements they
 //! point to outside the page are referenced by `{type, name}` (concepts) or
 //! by a nested structural clause (propositions: link ids are not portable).
+//! Structural clauses nest at most `MAX_NESTED_LINKS` deep: a longer chain of
+//! links about links is cut into identity-only blocks, so every capsule kip
+//! writes stays within what kip's parser reads back.
 //! Reserved `_` metadata is engine bookkeeping and never exported.
 
 use super::find::{literal, page_size};
@@ -33,13 +36,13 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     let page = select_page(&export.where_clauses, &export.target, ctx, offset, limit)?;
     let loaded = load_closure(ctx, &page.ids)?;
-    let capsule = Capsule { page: page.ids.iter().copied().collect(), loaded: &loaded };
+    let capsule = Capsule::new(&page.ids, &loaded)?;
     let upsert = capsule.build(&page.ids)?;
     let (concepts, propositions) = count(&upsert);
     let text = kip_lang::print(&Script { commands: vec![Command::Upsert(upsert)] });
     Ok(Outcome {
         result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }),
-        next_cursor: (page.more && limit > 0).then(|| cursor::encode(&shape, offset + limit)),
+        next_cursor: if page.more && limit > 0 { cursor::encode(&shape, offset.saturating_add(limit))? } else { None },
     })
 }
 
@@ -76,14 +79,60 @@ fn fields(map: &Map<String, Value>, skip_reserved: bool) -> Option<Fields> {
     (!out.is_empty()).then_some(out)
 }
 
+/// How many outside propositions may be nested inside one another in a
+/// structural reference `((s, "p", o), "q", x)`. A longer chain of links
+/// about links would make the capsule nest deeper than the KIP parser
+/// accepts, so the links beyond this depth are written as identity-only
+/// `PROPOSITION` blocks with handles instead (see [`Capsule::stubs`]).
+const MAX_NESTED_LINKS: usize = 3;
+
 struct Capsule<'a> {
-    /// Ids exported by this page (they have handles).
+    /// Ids with a handle in this capsule: the page, plus the outside
+    /// propositions written as identity-only blocks.
     page: HashSet<i64>,
+    /// Outside propositions written as identity-only blocks.
+    stubs: HashSet<i64>,
     /// The page's elements and everything they reference.
     loaded: &'a BTreeMap<i64, Stored>,
 }
 
 impl Capsule<'_> {
+    fn new<'a>(page: &[i64], loaded: &'a BTreeMap<i64, Stored>) -> Result<Capsule<'a>, KipError> {
+        let mut capsule = Capsule { page: page.iter().copied().collect(), stubs: HashSet::new(), loaded };
+        capsule.find_stubs()?;
+        Ok(capsule)
+    }
+
+    /// Walk the references of every block (explicit stack, no recursion on
+    /// the graph's depth) and turn each outside proposition that would sit
+    /// more than [`MAX_NESTED_LINKS`] levels deep into a stub block; stubs
+    /// are blocks too, so their own references are walked in turn.
+    fn find_stubs(&mut self) -> Result<(), KipError> {
+        let mut blocks: Vec<i64> = self.page.iter().copied().collect();
+        while let Some(block) = blocks.pop() {
+            pgrx::check_for_interrupts!();
+            let Stored::Proposition { subject, object, .. } = self.stored(block)? else { continue };
+            let mut stack: Vec<(EndpointId, usize)> = vec![(*subject, 1), (*object, 1)];
+            while let Some((endpoint, depth)) = stack.pop() {
+                let EndpointId::Proposition(id) = endpoint else { continue };
+                if self.page.contains(&id) {
+                    continue;
+                }
+                if depth > MAX_NESTED_LINKS {
+                    self.page.insert(id);
+                    self.stubs.insert(id);
+                    blocks.push(id);
+                    continue;
+                }
+                if let Stored::Proposition { subject, object, .. } = self.stored(id)? {
+                    stack.push((*subject, depth + 1));
+                    stack.push((*object, depth + 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn stored(&self, id: i64) -> Result<&Stored, KipError> {
         self.loaded.get(&id).ok_or_else(|| {
             KipError::new(ErrorCode::InternalError, format!("element {id} vanished while being exported"))
@@ -111,11 +160,14 @@ impl Capsule<'_> {
                 Stored::Proposition { .. } => links.push(id),
             }
         }
+        links.extend(self.stubs.iter().copied());
         links.sort_unstable();
         for id in self.dependency_order(&links)? {
             let Stored::Proposition { subject, predicate, object, attributes, metadata } = self.stored(id)? else {
                 continue;
             };
+            // A stub only names the link (it must exist, or is created bare).
+            let stub = self.stubs.contains(&id);
             items.push(UpsertItem::Proposition(PropositionBlock {
                 handle: Some(handle(id, false)),
                 identity: PropPattern::Triple(Box::new(Triple {
@@ -124,15 +176,17 @@ impl Capsule<'_> {
                     object: self.reference(*object)?,
                 })),
                 expect_version: None,
-                set_attributes: fields(attributes, false),
-                metadata: fields(metadata, true),
+                set_attributes: if stub { None } else { fields(attributes, false) },
+                metadata: if stub { None } else { fields(metadata, true) },
             }));
         }
         Ok(Upsert { items, metadata: None })
     }
 
     /// How a block refers to an endpoint: its handle when exported on this
-    /// page, otherwise its portable identity.
+    /// page (or a stub), otherwise its portable identity. The recursion is
+    /// at most `MAX_NESTED_LINKS` deep: `find_stubs` gave a handle to every
+    /// outside link further down.
     fn reference(&self, endpoint: EndpointId) -> Result<Endpoint, KipError> {
         let (EndpointId::Concept(id) | EndpointId::Proposition(id)) = endpoint;
         if self.page.contains(&id) {
@@ -155,14 +209,17 @@ impl Capsule<'_> {
     /// Exported propositions whose references (direct, or nested inside an
     /// outside proposition's structural clause) use `id`'s handle.
     fn page_dependencies(&self, endpoint: EndpointId, out: &mut Vec<i64>) -> Result<(), KipError> {
-        let EndpointId::Proposition(id) = endpoint else { return Ok(()) };
-        if self.page.contains(&id) {
-            out.push(id);
-            return Ok(());
-        }
-        if let Stored::Proposition { subject, object, .. } = self.stored(id)? {
-            self.page_dependencies(*subject, out)?;
-            self.page_dependencies(*object, out)?;
+        let mut stack = vec![endpoint];
+        while let Some(endpoint) = stack.pop() {
+            let EndpointId::Proposition(id) = endpoint else { continue };
+            if self.page.contains(&id) {
+                out.push(id);
+                continue;
+            }
+            if let Stored::Proposition { subject, object, .. } = self.stored(id)? {
+                stack.push(*subject);
+                stack.push(*object);
+            }
         }
         Ok(())
     }

@@ -43,28 +43,64 @@ pub(crate) fn literal<T: Clone>(arg: &Option<kip_lang::ast::Bindable<T>>) -> Res
     }
 }
 
-/// A top-level `?x {type: "T", name: "n"}` clause names one concept: when it
-/// does not exist the query is `KIP_3002`, as the reference engines answer
-/// (kip-conformance: "the deleted concept is gone"). Partial selectors
-/// (`{type}`, `{name}`) and clauses inside OPTIONAL / NOT / UNION just match
-/// nothing.
+/// A `{type: "T", name: "n"}` in the mandatory pattern names one concept:
+/// when it does not exist the query is `KIP_3002`, as the reference engines
+/// answer (kip-conformance: "the deleted concept is gone"). That holds for a
+/// top-level concept clause and for an embedded endpoint of a top-level
+/// proposition clause, at any nesting depth. Partial selectors (`{type}`,
+/// `{name}`) and clauses inside OPTIONAL / NOT / UNION just match nothing.
+/// All names are checked with one query.
 fn require_named_concepts(q: &FindQuery, ctx: &Ctx) -> Result<(), KipError> {
-    use kip_lang::ast::{Bindable, ConceptSelector, WhereClause};
-    for clause in &q.where_clauses {
-        let WhereClause::Concept { selector: ConceptSelector::TypeName { type_name: Bindable::Lit(t), name: Bindable::Lit(n) }, .. } = clause else {
-            continue;
-        };
-        let found = spi::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3)",
-            &[ctx.space.param(), crate::exec::SqlParam::Text(t.clone()), crate::exec::SqlParam::Text(n.clone())],
-            Access::ReadOnly,
-        )?;
-        if found != Value::Bool(true) {
-            return Err(KipError::new(ErrorCode::NotFound, format!("concept {{type: {t:?}, name: {n:?}}} does not exist in this memory space"))
-                .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names."));
-        }
+    use crate::exec::SqlParam;
+    let named = named_concepts(&q.where_clauses);
+    if named.is_empty() {
+        return Ok(());
+    }
+    let (types, names): (Vec<String>, Vec<String>) = named.into_iter().unzip();
+    let missing = spi::query(
+        "SELECT x.t, x.n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(t, n, i) \
+         WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = x.t AND c.name = x.n) \
+         ORDER BY x.i LIMIT 1",
+        &[ctx.space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
+        Access::ReadOnly,
+    )?;
+    if let Some(row) = missing.first() {
+        let (t, n) = (row.first().and_then(Value::as_str).unwrap_or_default(), row.get(1).and_then(Value::as_str).unwrap_or_default());
+        return Err(KipError::new(ErrorCode::NotFound, format!("concept {{type: {t:?}, name: {n:?}}} does not exist in this memory space"))
+            .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names."));
     }
     Ok(())
+}
+
+/// The literal `{type, name}` identities of the mandatory pattern.
+fn named_concepts(clauses: &[kip_lang::ast::WhereClause]) -> Vec<(String, String)> {
+    use kip_lang::ast::{Bindable, ConceptSelector, Endpoint, PropPattern, WhereClause};
+    let mut out = Vec::new();
+    let mut patterns: Vec<&PropPattern> = Vec::new();
+    let push = |sel: &ConceptSelector, out: &mut Vec<(String, String)>| {
+        if let ConceptSelector::TypeName { type_name: Bindable::Lit(t), name: Bindable::Lit(n) } = sel {
+            out.push((t.clone(), n.clone()));
+        }
+    };
+    for clause in clauses {
+        match clause {
+            WhereClause::Concept { selector, .. } => push(selector, &mut out),
+            WhereClause::Proposition { pattern, .. } => patterns.push(pattern),
+            _ => {}
+        }
+    }
+    // Nested endpoints are walked with an explicit stack.
+    while let Some(pattern) = patterns.pop() {
+        let PropPattern::Triple(t) = pattern else { continue };
+        for e in [&t.subject, &t.object] {
+            match e {
+                Endpoint::Concept(sel) => push(sel, &mut out),
+                Endpoint::Proposition(p) => patterns.push(p),
+                Endpoint::Var(_) | Endpoint::Id(_) => {}
+            }
+        }
+    }
+    out
 }
 
 pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
@@ -80,6 +116,8 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         .into_iter()
         .next()
         .unwrap_or_default();
+    // With LIMIT 0 there is no page and no next page: a cursor for the same
+    // offset would make a paginating client loop forever.
     let more = plan
         .count_col
         .and_then(|c| row.get(c))
@@ -91,10 +129,10 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         entries.push(match *out {
             Out::Column(i) => {
                 let mut col = row.get(i).cloned().unwrap_or(Value::Array(vec![]));
-                if more {
-                    if let Value::Array(a) = &mut col {
-                        a.truncate(limit as usize);
-                    }
+                // The page query fetches one row more than the page, to know
+                // whether another page exists.
+                if let Value::Array(a) = &mut col {
+                    a.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
                 }
                 col
             }
@@ -102,5 +140,5 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         });
     }
     let result = if entries.len() == 1 { entries.pop().unwrap() } else { Value::Array(entries) };
-    Ok(Outcome { result, next_cursor: more.then(|| cursor::encode(&shape, offset + limit)) })
+    Ok(Outcome { result, next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
 }

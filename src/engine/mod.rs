@@ -8,7 +8,7 @@
 
 use crate::api::envelope::{self, Outcome};
 use crate::api::request::{CommandRequest, Request};
-use crate::exec::{subxact, Access};
+use crate::exec::{budget, subxact, Access};
 use crate::space::{self, Space};
 use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
@@ -18,6 +18,7 @@ pub mod delete;
 pub mod describe;
 pub mod export;
 pub mod find;
+pub mod limits;
 pub mod merge;
 pub mod search;
 pub mod update;
@@ -29,10 +30,28 @@ pub enum Mode {
     ReadOnly,
 }
 
+/// Who issued a command. Only the extension's own bootstrap may refine the
+/// immutable core of the schema (see `schema::protection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// An agent or application (kip_execute, the maintenance cycle's tasks).
+    Caller,
+    /// The extension loading its capsules into a space.
+    Bootstrap,
+}
+
 /// What every command executor gets.
 pub struct Ctx {
     pub space: Space,
     pub access: Access,
+    pub origin: Origin,
+}
+
+impl Ctx {
+    /// A caller's context in `space`.
+    pub fn new(space: Space, access: Access) -> Ctx {
+        Ctx { space, access, origin: Origin::Caller }
+    }
 }
 
 pub fn run_request(req: Request, mode: Mode) -> Value {
@@ -88,18 +107,20 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
         return (envelope::single(Ok(dry_run_outcome(&script))), false);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
-    let ctx = Ctx {
-        space: space.clone(),
-        access: if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite },
+    let ctx = Ctx::new(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite });
+    let outcome = {
+        let _budget = budget::arm();
+        subxact::run_isolated(|| execute_script(&script, &ctx))
     };
-    let outcome = subxact::run_isolated(|| execute_script(&script, &ctx));
     let stop = is_kml && outcome.is_err();
     (envelope::single(outcome), stop)
 }
 
 /// Parse and bind a command text, and refuse writes in read-only mode.
 pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
+    limits::check_command_size(&cmd.command)?;
     let script = kip_lang::parse(&cmd.command)?;
+    limits::check_clauses(&script)?;
     let script = kip_lang::bind(script, &cmd.parameters)?;
     if script.commands.is_empty() {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "empty command")

@@ -34,6 +34,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         }
     }
     let (concepts, links) = kml_match::split(&targets);
+    protection::refuse_anchoring_links(&ctx.space, &links, "UPDATE")?;
     let updated = rewrite(ctx, update, "kip.concepts", ElementKind::Concept, concepts)?
         + rewrite(ctx, update, "kip.propositions", ElementKind::Proposition, links)?;
     Ok(Outcome::new(json!({ "updated": updated, "matched": targets.len() })))

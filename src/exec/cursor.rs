@@ -3,7 +3,8 @@
 //! A token is `base64url(offset ':' tag)`, where `tag` is a keyed SipHash
 //! of the query's *shape* (the canonical text of the command without its
 //! LIMIT and CURSOR, with every parameter already bound into it, plus the
-//! memory space) and the offset, keyed by this database's identity. A token
+//! memory space) and the offset, keyed by a random secret created with the
+//! extension in this database (`kip.instance_secrets`). A token
 //! therefore only resumes the query that produced it: an edited token, a
 //! token from another query, space or database, or random text is refused
 //! with `KIP_1001` instead of silently restarting at page one.
@@ -17,24 +18,48 @@ use std::hash::Hasher;
 
 const VERSION: &str = "k1";
 
-fn key() -> (u64, u64) {
-    let db = unsafe { pgrx::pg_sys::MyDatabaseId }.to_u32() as u64;
-    (0x6b69_705f_6375_7273 ^ db, 0x6f72_5f76_315f_6b65u64.rotate_left(17) ^ (db << 32))
+/// The SipHash key: this database's random cursor secret
+/// (`kip.instance_secrets`, created with the extension), read once per
+/// backend (a backend serves one database).
+fn key() -> Result<(u64, u64), KipError> {
+    static KEY: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    if let Some(k) = KEY.get() {
+        return Ok(*k);
+    }
+    let hex = super::spi::query_scalar("SELECT encode(kip.cursor_secret(), 'hex')", &[], super::Access::ReadOnly)?;
+    let bytes: Vec<u8> = hex
+        .as_str()
+        .map(|h| (0..h.len() / 2).filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok()).collect())
+        .unwrap_or_default();
+    if bytes.len() < 16 {
+        return Err(KipError::new(ErrorCode::InternalError, "the cursor secret of this database is missing")
+            .with_hint("Reinstall the extension (DROP EXTENSION kip; CREATE EXTENSION kip) or restore kip.instance_secrets."));
+    }
+    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+    Ok(*KEY.get_or_init(|| (word(0), word(8))))
 }
 
-fn tag(shape: &str, offset: u64) -> u64 {
-    let (k0, k1) = key();
+/// Offsets beyond this are refused: the page arithmetic and SQL's bigint
+/// OFFSET must never overflow.
+const MAX_OFFSET: u64 = i64::MAX as u64 / 2;
+
+fn tag(shape: &str, offset: u64) -> Result<u64, KipError> {
+    let (k0, k1) = key()?;
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
     h.write(VERSION.as_bytes());
     h.write(shape.as_bytes());
     h.write_u64(offset);
-    h.finish()
+    Ok(h.finish())
 }
 
-/// The token resuming `shape` at `offset`.
-pub fn encode(shape: &str, offset: u64) -> String {
-    b64_encode(format!("{VERSION}:{offset}:{:016x}", tag(shape, offset)).as_bytes())
+/// The token resuming `shape` at `offset`; `None` when no valid token can
+/// express it (the offset is past [`MAX_OFFSET`]: there is no next page).
+pub fn encode(shape: &str, offset: u64) -> Result<Option<String>, KipError> {
+    if offset > MAX_OFFSET {
+        return Ok(None);
+    }
+    Ok(Some(b64_encode(format!("{VERSION}:{offset}:{:016x}", tag(shape, offset)?).as_bytes())))
 }
 
 fn invalid(token: &str) -> KipError {
@@ -52,7 +77,7 @@ pub fn decode(shape: &str, token: &str) -> Result<u64, KipError> {
         return Err(invalid(token));
     };
     let offset: u64 = off.parse().map_err(|_| invalid(token))?;
-    if v != VERSION || t != format!("{:016x}", tag(shape, offset)) {
+    if offset > MAX_OFFSET || v != VERSION || t != format!("{:016x}", tag(shape, offset)?) {
         return Err(invalid(token));
     }
     Ok(offset)

@@ -1,6 +1,7 @@
 //! Execution against Postgres: SPI with bind parameters, subtransactions, and
 //! the mapping of Postgres errors to KIP errors.
 
+pub mod budget;
 pub mod pg_error;
 pub mod spi;
 pub mod subxact;

@@ -21,6 +21,11 @@ pub fn classify(caught: CaughtError) -> Caught {
     let message = report.message().to_string();
     use PgSqlErrorCode::*;
     let kip = match code {
+        ERRCODE_QUERY_CANCELED if super::budget::expired() => KipError::new(
+            ErrorCode::ExecutionTimeout,
+            format!("the command ran longer than kip.command_timeout ({} ms) and was rolled back", super::budget::limit_ms()),
+        )
+        .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise kip.command_timeout (SET kip.command_timeout = '2min')."),
         ERRCODE_QUERY_CANCELED if message.contains("statement timeout") => {
             KipError::new(ErrorCode::ExecutionTimeout, format!("execution time exceeded the limit: {message}"))
                 .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise statement_timeout.")
@@ -32,6 +37,16 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::InternalError, format!("write refused in a read-only context: {message}"))
                 .with_hint("Use kip_execute (not kip_execute_readonly) for KML, outside read-only transactions.")
         }
+        ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.contains("too long for tsvector") => KipError::new(
+            ErrorCode::ConstraintViolation,
+            format!("the text to index for keyword search is too long: {message}"),
+        )
+        .with_hint("Shorten the name, description or aliases: keyword search indexes at most 1 MB of words per element."),
+        ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.contains("index row") => KipError::new(
+            ErrorCode::ConstraintViolation,
+            format!("a value is too long to be indexed: {message}"),
+        )
+        .with_hint("Shorten the type, name or predicate."),
         ERRCODE_OUT_OF_MEMORY | ERRCODE_PROGRAM_LIMIT_EXCEEDED | ERRCODE_STATEMENT_TOO_COMPLEX => {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")

@@ -14,11 +14,14 @@ pub fn is_identifier(s: &str) -> bool {
 /// Decode the body of a `"…"` literal (between the quotes).
 ///
 /// JSON escapes are supported (`\" \\ \/ \b \f \n \r \t \uXXXX`, with
-/// surrogate pairs). Raw control characters such as newlines are accepted
+/// surrogate pairs; `\u0000` is refused, as PostgreSQL text cannot hold it). Raw control characters such as newlines are accepted
 /// as-is: LLM-written capsules contain multi-line strings and refusing them
 /// would help nobody. On error returns the byte offset (in `body`) of the
 /// bad escape and a message.
 pub fn unescape(body: &str) -> Result<String, (usize, String)> {
+    if let Some(at) = body.find('\0') {
+        return Err((at, "strings cannot contain the NUL character".into()));
+    }
     if !body.contains('\\') {
         return Ok(body.to_string());
     }
@@ -61,6 +64,10 @@ pub fn unescape(body: &str) -> Result<String, (usize, String)> {
                     }
                 } else if (0xDC00..0xE000).contains(&hi) {
                     return Err((i, "unpaired UTF-16 surrogate in \\u escape".into()));
+                } else if hi == 0 {
+                    // PostgreSQL text (and jsonb) cannot hold U+0000: storing
+                    // it would silently cut the string short.
+                    return Err((i, "\\u0000 is not allowed: strings cannot contain the NUL character".into()));
                 } else {
                     hi
                 };

@@ -15,7 +15,7 @@
 //! predicates, for links whose object has `evidence_count >= 3`, and for links
 //! whose subject Event has `salience_score >= 60`; fast `0.90` otherwise.
 
-use super::protection::NOW_ISO;
+use super::NOW_ISO;
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::KipError;
 

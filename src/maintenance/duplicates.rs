@@ -15,13 +15,13 @@ use crate::space::Space;
 use kip_lang::KipError;
 use serde_json::Value;
 
-const NORMALIZED_A: &str = "lower(regexp_replace(a.name, '\\s+', '', 'g'))";
-const NORMALIZED_B: &str = "lower(regexp_replace(b.name, '\\s+', '', 'g'))";
+const NORMALIZED_A: &str = "lower(regexp_replace(a.name, '[[:space:]]+', '', 'g'))";
+const NORMALIZED_B: &str = "lower(regexp_replace(b.name, '[[:space:]]+', '', 'g'))";
 
 /// Create missing tasks for up to `cap` pairs; returns how many were created.
 /// A task the engine refuses (say, an agent changed the SleepTask schema) is
 /// reported in `errors` and does not stop the cycle.
-pub fn run(space: &Space, cap: i64, errors: &mut Vec<Value>) -> Result<i64, KipError> {
+pub fn run(space: &Space, cap: i64, budget: &mut tasks::TaskBudget, errors: &mut Vec<Value>) -> Result<i64, KipError> {
     if cap <= 0 {
         return Ok(0);
     }
@@ -47,7 +47,7 @@ pub fn run(space: &Space, cap: i64, errors: &mut Vec<Value>) -> Result<i64, KipE
             ),
             priority: 1,
         };
-        match tasks::ensure(space, &task) {
+        match tasks::ensure(space, &task, budget) {
             Ok(true) => created += 1,
             Ok(false) => {}
             Err(e) => errors.push(e.to_json()),

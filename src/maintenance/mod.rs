@@ -12,7 +12,6 @@
 mod decay;
 mod duplicates;
 mod orphans;
-mod protection;
 pub mod settings;
 mod tasks;
 mod ttl;
@@ -40,20 +39,23 @@ fn kip_maintenance(space: default!(Option<&str>, "NULL")) -> JsonB {
     }
 }
 
-/// Every bootstrapped space, one report each.
+/// Every bootstrapped space, one report each, in the caller's transaction.
 pub fn run_all() -> Result<Value, KipError> {
+    let mut reports = Vec::new();
+    for space in bootstrapped_spaces()? {
+        reports.push(run_isolated(&space));
+    }
+    Ok(Value::Array(reports))
+}
+
+/// The spaces the cycle runs on.
+pub(crate) fn bootstrapped_spaces() -> Result<Vec<Space>, KipError> {
     let rows = spi::query(
         "SELECT name FROM kip.spaces WHERE bootstrapped_at IS NOT NULL ORDER BY name",
         &[],
         Access::ReadOnly,
     )?;
-    let mut reports = Vec::with_capacity(rows.len());
-    for row in rows {
-        let name = row[0].as_str().unwrap_or_default();
-        let space = space::validate(name)?;
-        reports.push(run_isolated(&space));
-    }
-    Ok(Value::Array(reports))
+    rows.iter().map(|row| space::validate(row[0].as_str().unwrap_or_default())).collect()
 }
 
 fn run_existing(space: &Space) -> Result<Value, KipError> {
@@ -65,7 +67,7 @@ fn run_existing(space: &Space) -> Result<Value, KipError> {
 }
 
 /// The cycle of one space in a subtransaction; an error becomes the report.
-fn run_isolated(space: &Space) -> Value {
+pub(crate) fn run_isolated(space: &Space) -> Value {
     match subxact::run_isolated(|| run_space(space)) {
         Ok(report) => report,
         Err(e) => json!({ "space": space.name(), "error": e.to_json() }),
@@ -81,6 +83,7 @@ fn run_space(space: &Space) -> Result<Value, KipError> {
     let expired_kept_pending = ttl::count_pending_expired(name)?;
     let mut review_tasks = 0;
     let mut errors = Vec::new();
+    let mut budget = tasks::TaskBudget::new();
     for (ty, concept) in ttl::suspicious(name, cap)? {
         let task = tasks::Task {
             action: "review",
@@ -92,14 +95,14 @@ fn run_space(space: &Space) -> Result<Value, KipError> {
             ),
             priority: 2,
         };
-        match tasks::ensure(space, &task) {
+        match tasks::ensure(space, &task, &mut budget) {
             Ok(true) => review_tasks += 1,
             Ok(false) => {}
             Err(e) => errors.push(e.to_json()),
         }
     }
     let decayed = decay::run(name, cap)?;
-    let duplicate_tasks = duplicates::run(space, cap, &mut errors)?;
+    let duplicate_tasks = duplicates::run(space, cap, &mut budget, &mut errors)?;
     let orphans_assigned = orphans::run(name, cap)?;
     let mut report = json!({
         "space": name,
@@ -121,3 +124,6 @@ fn run_space(space: &Space) -> Result<Value, KipError> {
     )?;
     Ok(report)
 }
+
+/// The current time as ISO-8601 UTC text, for metadata stamps.
+pub(crate) const NOW_ISO: &str = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')";

@@ -7,7 +7,7 @@
 //! audited): `belongs_to_domain` applies to every type, so there is no schema
 //! to check.
 
-use super::protection::NOW_ISO;
+use super::NOW_ISO;
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::KipError;
 

@@ -38,8 +38,31 @@ pub struct Task<'a> {
     pub priority: i64,
 }
 
-/// Create the task unless it exists; true when it was created.
-pub fn ensure(space: &Space, task: &Task) -> Result<bool, KipError> {
+/// How many new SleepTasks one space's cycle may create. Each is written by
+/// a KIP command in its own subtransaction; more than 64 writing
+/// subtransactions in one transaction overflow Postgres's per-backend
+/// subtransaction cache, after which every snapshot consults `pg_subtrans`.
+/// Tasks beyond the budget are created by later cycles (`ensure` is
+/// idempotent).
+pub const MAX_NEW_TASKS_PER_CYCLE: usize = 48;
+
+/// What is left of [`MAX_NEW_TASKS_PER_CYCLE`] in this space's cycle.
+pub struct TaskBudget {
+    left: usize,
+}
+
+impl TaskBudget {
+    pub fn new() -> TaskBudget {
+        TaskBudget { left: MAX_NEW_TASKS_PER_CYCLE }
+    }
+}
+
+/// Create the task unless it exists; true when it was created. False as
+/// well, without writing, when the cycle's budget of new tasks is spent.
+pub fn ensure(space: &Space, task: &Task, budget: &mut TaskBudget) -> Result<bool, KipError> {
+    if budget.left == 0 {
+        return Ok(false);
+    }
     let name = format!("SleepTask:{}:{}", task.action, task.key);
     let exists = spi::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = 'SleepTask' AND name = $2)",
@@ -50,7 +73,7 @@ pub fn ensure(space: &Space, task: &Task) -> Result<bool, KipError> {
         return Ok(false);
     }
     let now = spi::query_scalar(
-        &format!("SELECT {}", super::protection::NOW_ISO),
+        &format!("SELECT {}", super::NOW_ISO),
         &[],
         Access::ReadOnly,
     )?;
@@ -63,7 +86,8 @@ pub fn ensure(space: &Space, task: &Task) -> Result<bool, KipError> {
     params.insert("priority".into(), json!(task.priority));
     params.insert("now".into(), now);
     let script = kip_lang::bind(kip_lang::parse(TEMPLATE)?, &params)?;
-    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite };
+    let ctx = Ctx::new(space.clone(), Access::ReadWrite);
+    budget.left -= 1;
     let outcome = subxact::run_isolated(|| engine::execute_script(&script, &ctx))?;
     spi::execute(
         "INSERT INTO kip.maintenance_log (space, action, element_ref, detail) VALUES ($1, 'sleep_task', $2, $3)",

@@ -144,10 +144,25 @@ fn embed_backlog() -> Turn {
     Turn::Continue
 }
 
-/// One maintenance cycle over every space, in its own transaction.
+/// One maintenance cycle over every space, each space in a transaction of
+/// its own: a space's work is committed before the next one starts, and
+/// subtransactions never pile up across spaces.
 fn run_cycle() {
-    BackgroundWorker::transaction(|| match super::run_all() {
-        Ok(reports) => log!("kip maintenance cycle done on {} space(s)", reports.as_array().map_or(0, Vec::len)),
-        Err(e) => warning!("kip maintenance cycle failed: {e}"),
-    });
+    let spaces = match BackgroundWorker::transaction(super::bootstrapped_spaces) {
+        Ok(spaces) => spaces,
+        Err(e) => {
+            warning!("kip maintenance cycle failed: {e}");
+            return;
+        }
+    };
+    for space in &spaces {
+        let report = BackgroundWorker::transaction(|| super::run_isolated(space));
+        if let Some(e) = report.get("error") {
+            warning!("kip maintenance of space {:?} failed: {e}", space.name());
+        }
+        if BackgroundWorker::sigterm_received() {
+            return;
+        }
+    }
+    log!("kip maintenance cycle done on {} space(s)", spaces.len());
 }

@@ -1,24 +1,56 @@
-//! Protected system structure (RC10 §4.2.4, Appendix 4 `KIP_3004`).
+//! Protected system structure (RC10 §4.2.4, Appendix 4 `KIP_3004`): the one
+//! place that decides what KML and the maintenance cycle may not change.
 //!
-//! Two kinds of protection:
+//! Three circles, from the strictest:
 //!
-//! * **Structure** — the meta-type definitions (`$ConceptType`,
-//!   `$PropositionType`), the `Domain` type and `belongs_to_domain`
-//!   predicate definitions, and the core domains. They cannot be deleted,
-//!   merged, bulk-`UPDATE`d or have keys deleted. `UPSERT` may still refine
-//!   their attributes: the spec lets the schema, meta-types included, evolve
-//!   (§2.9.1), and the Genesis capsule must stay re-runnable.
-//! * **System actors** — `$self` and `$system`. Their identity tuple cannot
-//!   be deleted or merged away, and their `core_directives` cannot change once
+//! * **Immutable core** — the meta-type definitions (`$ConceptType`,
+//!   `$PropositionType`), the `belongs_to_domain` predicate definition, the
+//!   `CoreSchema` domain, and the `belongs_to_domain` links anchoring the
+//!   protected structure in `CoreSchema`. No write path may change them:
+//!   UPSERT (attributes *or* metadata), UPDATE, DELETE and MERGE are all
+//!   `KIP_3004`. Re-asserting what is already stored changes nothing and is
+//!   accepted, so the Genesis capsule stays re-runnable; creating them on an
+//!   empty space is the bootstrap itself.
+//! * **Structure** — the immutable core plus the `Domain` type and the other
+//!   core domains. They cannot be deleted, merged, bulk-`UPDATE`d or have
+//!   keys deleted; `UPSERT` may refine the ones outside the core (the spec
+//!   lets the schema evolve, §2.9.1).
+//! * **System actors** — `$self` and `$system`. Their identity cannot be
+//!   deleted or merged away, and their `core_directives` cannot change once
 //!   set; every other attribute evolves freely.
+//!
+//! The maintenance cycle protects a wider set from *automatic* changes
+//! ([`exempt_from_maintenance_sql`]): every schema node, every domain, the
+//! system actors and everything filed under `CoreSchema`.
+//!
+//! The extension's own bootstrap loads the capsules with
+//! `Origin::Bootstrap` and may refine the core (a newer capsule version
+//! extends `key_instances`); agents and maintenance cannot.
 
 use super::{CONCEPT_TYPE, PROPOSITION_TYPE};
+use crate::exec::{spi, Access, SqlParam};
+use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};
+use serde_json::{Map, Value};
 
 pub const CORE_DOMAINS: [&str; 4] = ["CoreSchema", "Unsorted", "Archived", "System"];
 pub const SYSTEM_ACTORS: [&str; 2] = ["$self", "$system"];
 /// The one attribute of the system actors that is immutable.
 pub const CORE_DIRECTIVES: &str = "core_directives";
+/// The predicate that files a concept under a domain.
+pub const BELONGS_TO_DOMAIN: &str = "belongs_to_domain";
+/// The domain holding the schema's own definitions.
+pub const CORE_SCHEMA: &str = "CoreSchema";
+/// The type of domain nodes.
+pub const DOMAIN: &str = "Domain";
+
+/// The immutable core nodes, as (type, name).
+const IMMUTABLE: [(&str, &str); 4] = [
+    (CONCEPT_TYPE, CONCEPT_TYPE),
+    (CONCEPT_TYPE, PROPOSITION_TYPE),
+    (PROPOSITION_TYPE, BELONGS_TO_DOMAIN),
+    (DOMAIN, CORE_SCHEMA),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protection {
@@ -29,9 +61,9 @@ pub enum Protection {
 
 pub fn classify(type_name: &str, name: &str) -> Protection {
     let structural = match type_name {
-        CONCEPT_TYPE => matches!(name, CONCEPT_TYPE | PROPOSITION_TYPE | "Domain"),
-        PROPOSITION_TYPE => name == "belongs_to_domain",
-        "Domain" => CORE_DOMAINS.contains(&name),
+        CONCEPT_TYPE => matches!(name, CONCEPT_TYPE | PROPOSITION_TYPE | DOMAIN),
+        PROPOSITION_TYPE => name == BELONGS_TO_DOMAIN,
+        DOMAIN => CORE_DOMAINS.contains(&name),
         _ => false,
     };
     if structural {
@@ -47,10 +79,17 @@ pub fn is_protected_node(type_name: &str, name: &str) -> bool {
     classify(type_name, name) != Protection::None
 }
 
+/// Whether `{type, name}` belongs to the immutable core.
+pub fn is_immutable(type_name: &str, name: &str) -> bool {
+    IMMUTABLE.iter().any(|(t, n)| *t == type_name && *n == name)
+}
+
 /// `{type: "T", name: "n"}` for messages.
 pub fn describe(type_name: &str, name: &str) -> String {
     format!("{{type: {type_name:?}, name: {name:?}}}")
 }
+
+const HINT: &str = "Meta-types, the Domain type, belongs_to_domain, the core domains, the links anchoring them in CoreSchema and the identities of $self/$system are protected. Narrow the WHERE pattern to exclude them; ordinary $self attributes can be changed with UPSERT.";
 
 /// KIP_3004 for an operation on a protected node.
 pub fn refused(action: &str, type_name: &str, name: &str) -> KipError {
@@ -59,13 +98,175 @@ pub fn refused(action: &str, type_name: &str, name: &str) -> KipError {
         _ => "protected system structure",
     };
     KipError::new(ErrorCode::ImmutableTarget, format!("cannot {action} {}: it is {what}", describe(type_name, name)))
-        .with_hint("Meta-types, the Domain type, belongs_to_domain, the core domains and the identities of $self/$system are protected. Narrow the WHERE pattern to exclude them; ordinary $self attributes can be changed with UPSERT.")
+        .with_hint(HINT)
 }
 
 /// KIP_3004 for a change of `core_directives` on `$self` / `$system`.
 pub fn directives_refused(name: &str) -> KipError {
     KipError::new(ErrorCode::ImmutableTarget, format!("the core_directives of {name} are immutable"))
         .with_hint("core_directives are set at bootstrap and never change. Evolve other attributes instead (persona, values, behavior_preferences, identity_narrative, …).")
+}
+
+/// SQL condition: the `kip.concepts` row `alias` is Structure. `alias` is
+/// chosen by the caller's code, never user text; the names are this
+/// module's constants.
+fn structure_concept_sql(alias: &str) -> String {
+    let domains = CORE_DOMAINS.iter().map(|d| format!("'{d}'")).collect::<Vec<_>>().join(", ");
+    format!(
+        "(({a}.type = '{CONCEPT_TYPE}' AND {a}.name IN ('{CONCEPT_TYPE}', '{PROPOSITION_TYPE}', '{DOMAIN}')) \
+          OR ({a}.type = '{PROPOSITION_TYPE}' AND {a}.name = '{BELONGS_TO_DOMAIN}') \
+          OR ({a}.type = '{DOMAIN}' AND {a}.name IN ({domains})))",
+        a = alias
+    )
+}
+
+/// The anchoring links among `ids` (`belongs_to_domain` links from
+/// protected structure to `CoreSchema`): (link id, subject type, subject name).
+fn anchoring_links(space: &Space, ids: &[i64]) -> Result<Vec<(i64, String, String)>, KipError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT p.id, s.type, s.name FROM kip.propositions p \
+           JOIN kip.concepts s ON s.id = p.subject_concept \
+           JOIN kip.concepts o ON o.id = p.object_concept \
+          WHERE p.space = $1 AND p.id = ANY($2) AND p.predicate = '{BELONGS_TO_DOMAIN}' \
+            AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {} ORDER BY p.id",
+        structure_concept_sql("s")
+    );
+    let rows = spi::query(&sql, &[space.param(), SqlParam::IntArray(ids.to_vec())], Access::ReadWrite)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let text = |i: usize| r.get(i).and_then(Value::as_str).unwrap_or_default().to_string();
+            (r.first().and_then(Value::as_i64).unwrap_or_default(), text(1), text(2))
+        })
+        .collect())
+}
+
+/// KIP_3004 when `links` holds a link anchoring protected structure.
+pub fn refuse_anchoring_links(space: &Space, links: &[i64], action: &str) -> Result<(), KipError> {
+    match anchoring_links(space, links)?.into_iter().next() {
+        None => Ok(()),
+        Some((id, t, n)) => Err(anchoring_refused(action, id, &t, &n)),
+    }
+}
+
+fn anchoring_refused(action: &str, id: i64, type_name: &str, name: &str) -> KipError {
+    KipError::new(
+        ErrorCode::ImmutableTarget,
+        format!(
+            "cannot {action} P:{id}:{BELONGS_TO_DOMAIN}: it anchors {} in the CoreSchema domain, which is protected system structure",
+            describe(type_name, name)
+        ),
+    )
+    .with_hint(HINT)
+}
+
+/// Whether writing `attrs` and `meta` onto stored `current_*` would change
+/// anything (shallow merge semantics; JSON compared as jsonb, so `1` and
+/// `1.0` are equal).
+fn would_change(current_attrs: &Value, current_meta: &Value, attrs: &Map<String, Value>, meta: &Map<String, Value>) -> Result<bool, KipError> {
+    if attrs.is_empty() && meta.is_empty() {
+        return Ok(false);
+    }
+    let changed = spi::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM jsonb_each($3) n WHERE $1 -> n.key IS DISTINCT FROM n.value) \
+             OR EXISTS (SELECT 1 FROM jsonb_each($4) n WHERE $2 -> n.key IS DISTINCT FROM n.value)",
+        &[
+            SqlParam::Json(current_attrs.clone()),
+            SqlParam::Json(current_meta.clone()),
+            SqlParam::Json(Value::Object(attrs.clone())),
+            SqlParam::Json(Value::Object(meta.clone())),
+        ],
+        Access::ReadOnly,
+    )?;
+    Ok(changed != Value::Bool(false))
+}
+
+/// UPSERT of the concept `{type, name}` with `attrs` / `meta`: KIP_3004 when
+/// it is an existing immutable-core node and the write would change it.
+pub fn check_concept_upsert(space: &Space, type_name: &str, name: &str, attrs: &Map<String, Value>, meta: &Map<String, Value>) -> Result<(), KipError> {
+    if !is_immutable(type_name, name) {
+        return Ok(());
+    }
+    let rows = spi::query(
+        "SELECT attributes, metadata FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3",
+        &[space.param(), SqlParam::Text(type_name.into()), SqlParam::Text(name.into())],
+        Access::ReadWrite,
+    )?;
+    let Some(row) = rows.first() else { return Ok(()) };
+    let (a, m) = (row.first().cloned().unwrap_or_default(), row.get(1).cloned().unwrap_or_default());
+    if would_change(&a, &m, attrs, meta)? {
+        return Err(refused("modify", type_name, name)
+            .with_hint("The meta-types, belongs_to_domain and the CoreSchema domain are immutable: UPSERT may re-assert their stored content but not change it. Define your own types and predicates instead."));
+    }
+    Ok(())
+}
+
+/// UPSERT of the link `(subject, predicate, object)` (endpoints given as
+/// concept row ids when they are concepts): KIP_3004 when it is an existing
+/// anchoring link and the write would change it.
+pub fn check_link_upsert(
+    space: &Space,
+    subject_concept: Option<i64>,
+    predicate: &str,
+    object_concept: Option<i64>,
+    attrs: &Map<String, Value>,
+    meta: &Map<String, Value>,
+) -> Result<(), KipError> {
+    let (Some(s), Some(o)) = (subject_concept, object_concept) else { return Ok(()) };
+    if predicate != BELONGS_TO_DOMAIN {
+        return Ok(());
+    }
+    let sql = format!(
+        "SELECT p.id, s.type, s.name, p.attributes, p.metadata FROM kip.concepts s \
+           JOIN kip.concepts o ON o.id = $3 AND o.space = $1 AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' \
+           JOIN kip.propositions p ON p.subject_concept = s.id AND p.object_concept = o.id AND p.predicate = '{BELONGS_TO_DOMAIN}' \
+          WHERE s.space = $1 AND s.id = $2 AND {}",
+        structure_concept_sql("s")
+    );
+    let rows = spi::query(&sql, &[space.param(), SqlParam::Int(s), SqlParam::Int(o)], Access::ReadWrite)?;
+    let Some(row) = rows.first() else { return Ok(()) };
+    let (a, m) = (row.get(3).cloned().unwrap_or_default(), row.get(4).cloned().unwrap_or_default());
+    if would_change(&a, &m, attrs, meta)? {
+        let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or_default().to_string();
+        return Err(anchoring_refused("modify", row.first().and_then(Value::as_i64).unwrap_or_default(), &text(1), &text(2)));
+    }
+    Ok(())
+}
+
+/// UPSERT of the link with row id `id`: KIP_3004 when it is an anchoring
+/// link and the write would change it.
+pub fn check_link_patch(space: &Space, id: i64, attrs: &Map<String, Value>, meta: &Map<String, Value>) -> Result<(), KipError> {
+    let Some((_, t, n)) = anchoring_links(space, &[id])?.into_iter().next() else { return Ok(()) };
+    let rows = spi::query(
+        "SELECT attributes, metadata FROM kip.propositions WHERE space = $1 AND id = $2",
+        &[space.param(), SqlParam::Int(id)],
+        Access::ReadWrite,
+    )?;
+    let Some(row) = rows.first() else { return Ok(()) };
+    if would_change(&row.first().cloned().unwrap_or_default(), &row.get(1).cloned().unwrap_or_default(), attrs, meta)? {
+        return Err(anchoring_refused("modify", id, &t, &n));
+    }
+    Ok(())
+}
+
+/// SQL condition for the maintenance cycle: the concept row `alias` is
+/// exempt from automatic changes (decay, expiry, archiving): every schema
+/// node, every domain, the system actors, and anything filed under
+/// `CoreSchema`. `alias` is a table alias written in the callers, never
+/// user text.
+pub fn exempt_from_maintenance_sql(alias: &str) -> String {
+    let actors = SYSTEM_ACTORS.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
+    format!(
+        "({a}.type IN ('{CONCEPT_TYPE}', '{PROPOSITION_TYPE}', '{DOMAIN}') \
+          OR ({a}.type = 'Person' AND {a}.name IN ({actors})) \
+          OR EXISTS (SELECT 1 FROM kip.propositions pb JOIN kip.concepts pd ON pd.id = pb.object_concept \
+                     WHERE pb.subject_concept = {a}.id AND pb.predicate = '{BELONGS_TO_DOMAIN}' \
+                       AND pd.type = '{DOMAIN}' AND pd.name = '{CORE_SCHEMA}'))",
+        a = alias
+    )
 }
 
 #[cfg(test)]
@@ -83,5 +284,14 @@ mod tests {
         assert_eq!(classify("Domain", "Medical"), Protection::None);
         assert_eq!(classify("Person", "$self"), Protection::SystemActor);
         assert_eq!(classify("Person", "Alice"), Protection::None);
+    }
+
+    #[test]
+    fn the_immutable_core_is_structure() {
+        for (t, n) in IMMUTABLE {
+            assert_eq!(classify(t, n), Protection::Structure, "{t}/{n}");
+        }
+        assert!(!is_immutable("$ConceptType", "Domain"));
+        assert!(!is_immutable("Domain", "Unsorted"));
     }
 }

@@ -80,7 +80,7 @@ const FUZZY_MAX_WORDS: usize = 3;
 /// The term as a LIKE pattern matching it anywhere, with LIKE's own
 /// metacharacters escaped (computed in SQL from the bound term).
 fn like_pattern(term: &str) -> String {
-    format!("('%' || replace(replace(replace({term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')")
+    format!("('%' || replace(replace(replace({term}, E'\\\\', E'\\\\\\\\'), '%', E'\\\\%'), '_', E'\\\\_') || '%')")
 }
 
 /// The words of the term with their inverse document frequency over the

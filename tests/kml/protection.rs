@@ -67,3 +67,48 @@ fn reserved_metadata_is_engine_owned() {
     assert!(!exists(&mut c, "Domain", "Medical"));
     assert_eq!(fails(&mut c, r#"DELETE METADATA {"_version"} FROM ?d WHERE { ?d {type: "Domain", name: "Unsorted"} }"#), "KIP_2002");
 }
+
+/// The immutable core: meta-types, belongs_to_domain, CoreSchema and the
+/// links anchoring them refuse every write path, while re-asserting their
+/// stored content (the Genesis capsule) changes nothing.
+#[test]
+fn the_immutable_core_refuses_every_write_path() {
+    let mut c = space("prot");
+    let genesis = include_str!("../../capsules/Genesis.kip");
+    let before = concept(&mut c, "$ConceptType", "$ConceptType");
+    for cmd in [
+        r#"UPSERT { CONCEPT ?c { {type: "Domain", name: "CoreSchema"} } WITH METADATA { note: "mine" } }"#,
+        r#"UPSERT { CONCEPT ?c { {type: "$ConceptType", name: "$ConceptType"} SET ATTRIBUTES { display_hint: "X" } } }"#,
+        r#"UPSERT { CONCEPT ?c { {type: "$ConceptType", name: "$PropositionType"} SET ATTRIBUTES { extra: 1 } } }"#,
+        r#"UPSERT { CONCEPT ?c { {type: "$PropositionType", name: "belongs_to_domain"} } WITH METADATA { confidence: 0.1 } }"#,
+        r#"UPSERT { CONCEPT ?c { {type: "$ConceptType", name: "$ConceptType"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) WITH METADATA { confidence: 0.2 } } } }"#,
+        r#"UPDATE ?l SET METADATA { x: 1 } WHERE { ?c {type: "$ConceptType", name: "$PropositionType"} ?l (?c, "belongs_to_domain", ?d) }"#,
+        r#"DELETE PROPOSITIONS ?l WHERE { ?c {type: "$ConceptType", name: "$ConceptType"} ?l (?c, "belongs_to_domain", ?d) }"#,
+        r#"DELETE METADATA {"source"} FROM ?l WHERE { ?c {type: "$ConceptType", name: "$ConceptType"} ?l (?c, "belongs_to_domain", ?d) }"#,
+        r#"UPDATE ?c SET ATTRIBUTES { description: "changed" } WHERE { ?c {type: "Domain", name: "CoreSchema"} }"#,
+    ] {
+        assert_eq!(fails(&mut c, cmd), "KIP_3004", "{cmd}");
+    }
+    // The same link by id is refused too.
+    let link = kip_integration_tests::ok(kip_integration_tests::kip(
+        &mut c,
+        r#"FIND(?l) WHERE { ?c {type: "$ConceptType", name: "$ConceptType"} ?l (?c, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }"#,
+        json!({}),
+    ));
+    let id = link[0]["id"].as_str().unwrap().to_string();
+    let by_id = format!(r#"UPSERT {{ PROPOSITION ?l {{ (id: "{id}") }} WITH METADATA {{ confidence: 0.3 }} }}"#);
+    assert_eq!(fails(&mut c, &by_id), "KIP_3004");
+    // A merge into a protected node is refused.
+    run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Domain", name: "CoreSchema2"} } }"#);
+    assert_eq!(fails(&mut c, r#"MERGE CONCEPT ?a INTO ?b WHERE { ?a {type: "Domain", name: "CoreSchema2"} ?b {type: "Domain", name: "CoreSchema"} }"#), "KIP_3004");
+    // Nothing changed, and the Genesis capsule is still re-runnable.
+    assert_eq!(concept(&mut c, "$ConceptType", "$ConceptType"), before);
+    kip_integration_tests::ok(kip_integration_tests::kip(&mut c, genesis, json!({})));
+    assert_eq!(concept(&mut c, "$ConceptType", "$ConceptType")["metadata"]["_version"], before["metadata"]["_version"]);
+    let anchors = kip_integration_tests::ok(kip_integration_tests::kip(
+        &mut c,
+        r#"FIND(COUNT(?l)) WHERE { ?c {type: "$ConceptType"} ?l (?c, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) FILTER(?c.name == "$ConceptType" || ?c.name == "$PropositionType") }"#,
+        json!({}),
+    ));
+    assert_eq!(anchors, json!(2));
+}

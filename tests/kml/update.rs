@@ -73,7 +73,13 @@ fn update_refuses_protected_structure_but_lets_self_evolve() {
     assert_eq!(fails(&mut c, r#"UPDATE ?p SET ATTRIBUTES { core_directives: [] } WHERE { ?p {type: "Person", name: "$self"} }"#), "KIP_3004");
     let out = run(&mut c, r#"UPDATE ?p SET ATTRIBUTES { persona: "curious" } WHERE { ?p {type: "Person", name: "$self"} }"#);
     assert_eq!(out, json!({"updated": 1, "matched": 1}));
-    // Links are not protected: sweeping belongs_to_domain metadata is fine.
-    let out = run(&mut c, r#"UPDATE ?l SET METADATA { checked: true } WHERE { ?l (?s, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } LIMIT 3"#);
-    assert_eq!(out["updated"], 3);
+    // The links anchoring protected structure in CoreSchema are protected,
+    // so a sweep that reaches them is refused as a whole …
+    assert_eq!(
+        fails(&mut c, r#"UPDATE ?l SET METADATA { checked: true } WHERE { ?l (?s, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }"#),
+        "KIP_3004"
+    );
+    // … while the links of ordinary types are not.
+    let out = run(&mut c, r#"UPDATE ?l SET METADATA { checked: true } WHERE { ?s {type: "$ConceptType", name: "Person"} ?l (?s, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }"#);
+    assert_eq!(out["updated"], 1);
 }

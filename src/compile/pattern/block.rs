@@ -11,7 +11,7 @@
 //! they are compiled last, with every variable of the block in scope.
 
 use super::scope::{kind_conflict, Cx, Row, Scope, Var};
-use super::{endpoint, VarBinding, VarKind};
+use super::{endpoint, groups, VarBinding, VarKind};
 use crate::compile::filter::{self, VarAccess};
 use kip_lang::ast::{Expr, WhereClause};
 use kip_lang::KipError;
@@ -26,6 +26,8 @@ pub(crate) struct Rel {
 
 enum From {
     Inner(String),
+    /// An independent clause group: `FULL JOIN … ON true`.
+    Full(String),
     Left(String),
     LeftOn(String, String),
 }
@@ -88,10 +90,11 @@ impl Builder {
         let mut out = String::new();
         for (i, item) in self.from.iter().enumerate() {
             match (i, item) {
-                (0, From::Inner(x)) => out.push_str(x),
+                (0, From::Inner(x) | From::Full(x)) => out.push_str(x),
                 (0, From::Left(x)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON true")),
                 (0, From::LeftOn(x, on)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON {on}")),
                 (_, From::Inner(x)) => out.push_str(&format!(" CROSS JOIN {x}")),
+                (_, From::Full(x)) => out.push_str(&format!(" FULL JOIN {x} ON true")),
                 (_, From::Left(x)) => out.push_str(&format!(" LEFT JOIN {x} ON true")),
                 (_, From::LeftOn(x, on)) => out.push_str(&format!(" LEFT JOIN {x} ON {on}")),
             }
@@ -175,6 +178,13 @@ pub(crate) fn compile_block(
     cx: &mut Cx,
     with_ord: bool,
 ) -> Result<Rel, KipError> {
+    let splittable = outer.is_empty() && !clauses.iter().any(|c| matches!(c, WhereClause::Union(_)));
+    if splittable {
+        let (groups, constant) = groups::split(clauses);
+        if groups.len() > 1 {
+            return independent_groups(groups, constant, cx, with_ord);
+        }
+    }
     let mut b = Builder::new(outer);
     let mut filters: Vec<&Expr> = Vec::new();
     let mut negations: Vec<&[WhereClause]> = Vec::new();
@@ -195,8 +205,14 @@ pub(crate) fn compile_block(
         }
     }
     for inner in negations {
-        let rel = compile_block(inner, &b.visible(), cx, false)?;
-        b.cond(format!("NOT EXISTS ({})", rel.sql));
+        let visible = b.visible();
+        let rel = cx.in_optional_part(|cx| compile_block(inner, &visible, cx, false))?;
+        // A NOT that mentions no variable of its block excludes nothing (as
+        // the reference engines answer); it is still compiled, so its errors
+        // are reported.
+        if shares_a_variable(inner, &visible) {
+            b.cond(format!("NOT EXISTS ({})", rel.sql));
+        }
     }
     for e in filters {
         let sql = filter::compile_filter(&mut b, cx, e)?;
@@ -208,7 +224,8 @@ pub(crate) fn compile_block(
 /// `OPTIONAL { … }`: a LEFT JOIN LATERAL of the inner block; its new
 /// variables become visible (NULL on a miss).
 fn optional(b: &mut Builder, cx: &mut Cx, inner: &[WhereClause]) -> Result<(), KipError> {
-    let rel = compile_block(inner, &b.visible(), cx, false)?;
+    let visible = b.visible();
+    let rel = cx.in_optional_part(|cx| compile_block(inner, &visible, cx, false))?;
     let alias = cx.alias("o");
     b.from.push(From::Left(format!("LATERAL ({}) {alias}", rel.sql)));
     for v in rel.vars {
@@ -220,7 +237,7 @@ fn optional(b: &mut Builder, cx: &mut Cx, inner: &[WhereClause]) -> Result<(), K
 /// `UNION { … }`: the rows so far, UNION ALL the independent branch.
 fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -> Result<(), KipError> {
     let left = b.render(true);
-    let right = compile_block(branch, &Scope::default(), cx, false)?;
+    let right = cx.in_optional_part(|cx| compile_block(branch, &Scope::default(), cx, false))?;
     // Merged variable list: left's first, then the branch's new ones.
     let mut merged: Vec<VarBinding> = left.vars.clone();
     for rv in &right.vars {
@@ -273,4 +290,51 @@ fn merge_kind(a: VarKind, b: VarKind) -> Option<VarKind> {
         (VarKind::Predicate, _) | (_, VarKind::Predicate) => None,
         _ => Some(VarKind::Element),
     }
+}
+
+/// Whether a `NOT` body mentions any variable visible to its block.
+fn shares_a_variable(inner: &[WhereClause], visible: &Scope) -> bool {
+    let mut names = Vec::new();
+    for c in inner {
+        groups::clause_vars(c, &mut names);
+    }
+    names.iter().any(|n| visible.get(n).is_some())
+}
+
+/// A block made of clause groups that share no variable: each group is
+/// compiled on its own and the groups are `FULL JOIN`ed on true, so a group
+/// without solutions leaves the others' solutions intact (see `groups`).
+/// Constant FILTERs apply to the combined solutions.
+fn independent_groups(
+    groups: Vec<Vec<&WhereClause>>,
+    constant: Vec<&WhereClause>,
+    cx: &mut Cx,
+    with_ord: bool,
+) -> Result<Rel, KipError> {
+    let mut b = Builder::new(&Scope::default());
+    for group in groups {
+        let clauses: Vec<WhereClause> = group.into_iter().cloned().collect();
+        let rel = compile_block(&clauses, &Scope::default(), cx, false)?;
+        let alias = cx.alias("g");
+        let item = format!("({}) {alias}", rel.sql);
+        b.from.push(if b.from.is_empty() { From::Inner(item) } else { From::Full(item) });
+        for v in rel.vars {
+            b.bind_new(&v.name, v.kind, format!("{alias}.{}", v.column), None);
+        }
+    }
+    for clause in constant {
+        match clause {
+            WhereClause::Filter(e) => {
+                let sql = filter::compile_filter(&mut b, cx, e)?;
+                b.cond(sql);
+            }
+            // A NOT without variables mentions nothing of the block: it is
+            // compiled for its errors and excludes nothing.
+            WhereClause::Not(inner) => {
+                cx.in_optional_part(|cx| compile_block(inner, &Scope::default(), cx, false))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(b.render(with_ord))
 }

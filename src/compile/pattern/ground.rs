@@ -1,81 +1,93 @@
 //! Grounding checks that run before the pattern's SQL: ids given literally
-//! must exist (`KIP_3002` otherwise, as the fixtures require), and an
+//! in the mandatory pattern must exist (`KIP_3002` otherwise, as the
+//! fixtures require), and an
 //! unanchored `(?s, ?p, ?o)` scan is refused on large spaces (`KIP_4002`).
 
 use super::Cx;
-use crate::compile::element::{parse_ref, ElementKind};
+use crate::compile::element::ElementKind;
+use crate::compile::kml_ids;
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::{ErrorCode, KipError};
-
-fn malformed(id: &str) -> KipError {
-    KipError::new(ErrorCode::InvalidSyntax, format!("malformed element id {id:?}"))
-        .with_hint("Concept ids look like \"C:123\", proposition ids like \"P:456:treats\".")
-}
 
 fn not_found(what: &str, id: &str) -> KipError {
     KipError::new(ErrorCode::NotFound, format!("{what} {id:?} does not exist in this memory space"))
         .with_hint("The element may have been deleted or never created; use SEARCH or FIND to locate it.")
 }
 
-/// The numeric id of an existing element named by an external id, and its kind.
+/// Row id that no element has: what a literal id outside the mandatory
+/// pattern compiles to when it names nothing.
+const NO_ELEMENT: i64 = 0;
+
+/// The numeric id of an element named by an external id, and its kind.
+///
+/// In the mandatory pattern a literal id must name an existing element
+/// (`KIP_3002`). Inside `OPTIONAL`, `NOT` and `UNION` a dangling id simply
+/// matches nothing, so it is not looked up. Malformed ids are `KIP_1001`
+/// everywhere.
 pub(crate) fn element_id(cx: &Cx, id: &str) -> Result<(ElementKind, i64), KipError> {
-    let (kind, n) = parse_ref(id).ok_or_else(|| malformed(id))?;
-    match kind {
-        ElementKind::Concept => concept_exists(cx, id, n)?,
-        ElementKind::Proposition => proposition_exists(cx, id, n)?,
-    }
-    Ok((kind, n))
+    let parsed = kml_ids::parse(id)?;
+    let n = match parsed.kind {
+        ElementKind::Concept => concept_row(cx, id, parsed.id)?,
+        ElementKind::Proposition => proposition_row(cx, id, parsed.id, parsed.predicate)?,
+    };
+    Ok((parsed.kind, n))
 }
 
-/// `{id: "C:…"}`: the id of an existing concept.
+/// `{id: "C:…"}`: the row id of a concept.
 pub(crate) fn concept_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
-    match parse_ref(id).ok_or_else(|| malformed(id))? {
-        (ElementKind::Concept, n) => {
-            concept_exists(cx, id, n)?;
-            Ok(n)
-        }
-        (ElementKind::Proposition, _) => Err(not_found("concept", id)
+    let parsed = kml_ids::parse(id)?;
+    match parsed.kind {
+        ElementKind::Concept => concept_row(cx, id, parsed.id),
+        ElementKind::Proposition if !cx.mandatory => Ok(NO_ELEMENT),
+        ElementKind::Proposition => Err(not_found("concept", id)
             .with_hint("{id: …} matches a concept (\"C:<n>\"); use (id: \"P:…\") for a proposition.")),
     }
 }
 
-/// `(id: "P:…")`: the id of an existing proposition.
+/// `(id: "P:…")`: the row id of a proposition.
 pub(crate) fn proposition_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
-    match parse_ref(id).ok_or_else(|| malformed(id))? {
-        (ElementKind::Proposition, n) => {
-            proposition_exists(cx, id, n)?;
-            Ok(n)
-        }
-        (ElementKind::Concept, _) => Err(not_found("proposition", id)
+    let parsed = kml_ids::parse(id)?;
+    match parsed.kind {
+        ElementKind::Proposition => proposition_row(cx, id, parsed.id, parsed.predicate),
+        ElementKind::Concept if !cx.mandatory => Ok(NO_ELEMENT),
+        ElementKind::Concept => Err(not_found("proposition", id)
             .with_hint("(id: …) matches a proposition (\"P:<n>:<predicate>\"); use {id: \"C:…\"} for a concept.")),
     }
 }
 
-fn concept_exists(cx: &Cx, id: &str, n: i64) -> Result<(), KipError> {
+fn concept_row(cx: &Cx, id: &str, n: Option<i64>) -> Result<i64, KipError> {
+    if !cx.mandatory {
+        return Ok(n.unwrap_or(NO_ELEMENT));
+    }
+    let Some(n) = n else { return Err(not_found("concept", id)) };
     let found = spi::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND id = $2)",
         &[cx.space.param(), SqlParam::Int(n)],
         Access::ReadOnly,
     )?;
     if found == serde_json::Value::Bool(true) {
-        Ok(())
+        Ok(n)
     } else {
         Err(not_found("concept", id))
     }
 }
 
-fn proposition_exists(cx: &Cx, id: &str, n: i64) -> Result<(), KipError> {
-    // "P:<n>:<predicate>": when the predicate part is given it must match too.
-    let predicate = id.splitn(3, ':').nth(2).map(str::to_string);
+/// "P:<n>:<predicate>": when the predicate part is given it must match too
+/// (outside the mandatory pattern the caller's SQL checks only the id, so a
+/// wrong predicate part is resolved here to "no element").
+fn proposition_row(cx: &Cx, id: &str, n: Option<i64>, predicate: Option<String>) -> Result<i64, KipError> {
+    let Some(n) = n else {
+        return if cx.mandatory { Err(not_found("proposition", id)) } else { Ok(NO_ELEMENT) };
+    };
     let found = spi::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM kip.propositions WHERE space = $1 AND id = $2 AND ($3::text IS NULL OR predicate = $3))",
         &[cx.space.param(), SqlParam::Int(n), predicate.map(SqlParam::Text).unwrap_or(SqlParam::NullText)],
         Access::ReadOnly,
     )?;
-    if found == serde_json::Value::Bool(true) {
-        Ok(())
-    } else {
-        Err(not_found("proposition", id))
+    match (found == serde_json::Value::Bool(true), cx.mandatory) {
+        (true, _) => Ok(n),
+        (false, true) => Err(not_found("proposition", id)),
+        (false, false) => Ok(NO_ELEMENT),
     }
 }
 

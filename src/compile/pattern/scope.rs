@@ -14,13 +14,25 @@ pub(crate) struct Cx<'a> {
     /// Placeholder of the space name (`$1::text`), pushed once, used everywhere.
     pub space_sql: String,
     pub params: &'a mut Params,
+    /// True while compiling the mandatory pattern; false inside `OPTIONAL`,
+    /// `NOT` and `UNION`, where a dangling literal id matches nothing
+    /// instead of being `KIP_3002`.
+    pub mandatory: bool,
     next_alias: usize,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(ctx: &Ctx, params: &'a mut Params) -> Cx<'a> {
         let space_sql = params.text(ctx.space.name());
-        Cx { space: ctx.space.clone(), space_sql, params, next_alias: 0 }
+        Cx { space: ctx.space.clone(), space_sql, params, mandatory: true, next_alias: 0 }
+    }
+
+    /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
+    pub fn in_optional_part<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = std::mem::replace(&mut self.mandatory, false);
+        let out = f(self);
+        self.mandatory = saved;
+        out
     }
 
     /// A fresh SQL alias such as `c7`; never derived from user text.
@@ -74,6 +86,10 @@ impl Scope {
             Some(v) => *v = var,
             None => self.entries.push((name.to_string(), var)),
         }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Var)> {

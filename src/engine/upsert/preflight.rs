@@ -10,6 +10,7 @@
 //! the Genesis capsule can run on an empty space.
 
 use crate::compile::kml_args::lit_str;
+use crate::engine::limits;
 use crate::schema::registry::{Kind, Requirement};
 use crate::schema::{naming, reserved, CONCEPT_TYPE, PROPOSITION_TYPE};
 use kip_lang::ast::{ConceptBlock, ConceptSelector, Endpoint, PropPattern, Predicate, PropositionBlock, Upsert, UpsertItem};
@@ -52,6 +53,8 @@ impl Walk {
         reserved::check_metadata_fields(block.metadata.as_deref())?;
         if let ConceptSelector::TypeName { type_name, name } = &block.identity {
             let (type_name, name) = (lit_str(type_name)?, lit_str(name)?);
+            limits::check_name("type", type_name)?;
+            limits::check_name("concept name", name)?;
             match type_name {
                 CONCEPT_TYPE => {
                     naming::check_concept_type_name(name)?;
@@ -73,6 +76,7 @@ impl Walk {
         self.handles.insert(block.handle.clone());
         for item in block.set_propositions.iter().flatten() {
             reserved::check_metadata_fields(item.metadata.as_deref())?;
+            limits::check_name("predicate", lit_str(&item.predicate)?)?;
             self.need(Kind::Predicate, lit_str(&item.predicate)?);
             self.endpoint(&item.target)?;
         }
@@ -92,7 +96,10 @@ impl Walk {
         if let PropPattern::Triple(t) = pattern {
             self.endpoint(&t.subject)?;
             match &t.predicate {
-                Predicate::Literal(p) => self.need(Kind::Predicate, lit_str(p)?),
+                Predicate::Literal(p) => {
+                    limits::check_name("predicate", lit_str(p)?)?;
+                    self.need(Kind::Predicate, lit_str(p)?)
+                }
                 _ => return Err(KipError::syntax("inside UPSERT a proposition needs a single literal predicate")),
             }
             self.endpoint(&t.object)?;

@@ -5,7 +5,7 @@ use super::resolve::{self, describe, Handles};
 use crate::compile::kml_args::{layered, lit_str, lit_u64, optional_object};
 use crate::compile::kml_ids::{self, ElementRef};
 use crate::compile::kml_store::{self as store, JsonMap};
-use crate::engine::Ctx;
+use crate::engine::{Ctx, Origin};
 use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
 use kip_lang::ast::{ConceptBlock, ConceptSelector, PropPattern, Predicate, PropositionBlock, SetProposition, UIntArg};
 use kip_lang::{ErrorCode, KipError};
@@ -63,6 +63,16 @@ fn guard_directives(ctx: &Ctx, type_name: &str, name: &str, id: Option<i64>, att
     }
 }
 
+/// A caller's write of the link `(subject, predicate, object)` must not
+/// change a link anchoring protected structure.
+fn check_link(ctx: &Ctx, subject: ElementRef, predicate: &str, object: ElementRef, attrs: &JsonMap, meta: &JsonMap) -> Result<(), KipError> {
+    if ctx.origin != Origin::Caller {
+        return Ok(());
+    }
+    let concept = |e: ElementRef| e.is_concept().then_some(e.id);
+    protection::check_link_upsert(&ctx.space, concept(subject), predicate, concept(object), attrs, meta)
+}
+
 /// One `CONCEPT ?h { … }` block; returns the concept's row id.
 pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, statement_meta: &JsonMap) -> Result<i64, KipError> {
     let attrs = optional_object(block.set_attributes.as_deref())?;
@@ -73,6 +83,9 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
             let (t, n) = (lit_str(type_name)?, lit_str(name)?);
             let what = format!("concept {}", protection::describe(t, n));
             guard_directives(ctx, t, n, None, &attrs)?;
+            if ctx.origin == Origin::Caller {
+                protection::check_concept_upsert(&ctx.space, t, n, &attrs, &meta)?;
+            }
             match guard {
                 None => store::concept_upsert(&ctx.space, t, n, &attrs, &meta)?,
                 Some(0) => match store::concept_create(&ctx.space, t, n, &attrs, &meta)? {
@@ -104,6 +117,9 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
             }
             check_version(&what, guard, row.version)?;
             guard_directives(ctx, &row.type_name, &row.name, Some(row.id), &attrs)?;
+            if ctx.origin == Origin::Caller {
+                protection::check_concept_upsert(&ctx.space, &row.type_name, &row.name, &attrs, &meta)?;
+            }
             store::concept_patch(&ctx.space, row.id, &attrs, &meta)?;
             row.id
         }
@@ -126,6 +142,7 @@ fn set_proposition(ctx: &Ctx, handles: &Handles, subject: ElementRef, item: &Set
         return Err(self_loop(subject, predicate));
     }
     let meta = layered(block_meta, item.metadata.as_deref())?;
+    check_link(ctx, subject, predicate, object, &JsonMap::new(), &meta)?;
     store::proposition_upsert(&ctx.space, subject, predicate, object, &JsonMap::new(), &meta)?;
     Ok(())
 }
@@ -149,6 +166,9 @@ pub fn proposition_block(ctx: &Ctx, handles: &mut Handles, block: &PropositionBl
                 return Err(version_conflict(&what, 0, Some(row.version)));
             }
             check_version(&what, guard, row.version)?;
+            if ctx.origin == Origin::Caller {
+                protection::check_link_patch(&ctx.space, row.id, &attrs, &meta)?;
+            }
             store::proposition_patch(&ctx.space, row.id, &attrs, &meta)?;
             (row.id, row.predicate)
         }
@@ -162,6 +182,7 @@ pub fn proposition_block(ctx: &Ctx, handles: &mut Handles, block: &PropositionBl
             if s == o {
                 return Err(self_loop(s, &predicate));
             }
+            check_link(ctx, s, &predicate, o, &attrs, &meta)?;
             let what = format!("proposition ({}, {predicate:?}, {})", describe(s), describe(o));
             let id = match guard {
                 None => store::proposition_upsert(&ctx.space, s, &predicate, o, &attrs, &meta)?,

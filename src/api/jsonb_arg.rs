@@ -1,0 +1,73 @@
+//! A `jsonb` argument received as its text form and parsed by kip itself.
+//!
+//! pgrx's `JsonB` parses the argument with serde before the function body
+//! runs and panics when serde refuses it, e.g. for a value nested deeper
+//! than serde's recursion limit (128), which `jsonb` itself accepts. That
+//! panic becomes a Postgres ERROR instead of a KIP envelope. `JsonbArg`
+//! only asks Postgres for the text form; [`JsonbArg::parse`] turns a
+//! refusal into `KIP_1001` naming the limit.
+
+use kip_lang::{ErrorCode, KipError};
+use pgrx::callconv::{Arg, ArgAbi};
+use pgrx::nullable::Nullable;
+use pgrx::pg_sys;
+use pgrx::pgrx_sql_entity_graph::metadata::{
+    ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
+};
+use pgrx::FromDatum;
+use serde_json::Value;
+
+/// How deep a JSON parameter may nest: serde_json's recursion limit.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The text of a `jsonb` argument.
+pub struct JsonbArg(pub String);
+
+impl JsonbArg {
+    /// The argument as a JSON value; `what` names it in errors.
+    pub fn parse(&self, what: &str) -> Result<Value, KipError> {
+        serde_json::from_str(&self.0).map_err(|e| {
+            let message = if e.to_string().contains("recursion limit") {
+                format!("{what} nest deeper than {MAX_JSON_DEPTH} levels")
+            } else {
+                format!("{what} could not be read as JSON: {e}")
+            };
+            KipError::new(ErrorCode::InvalidSyntax, message)
+                .with_hint(format!("Flatten the value: JSON parameters may nest at most {MAX_JSON_DEPTH} levels deep."))
+        })
+    }
+}
+
+impl FromDatum for JsonbArg {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<JsonbArg> {
+        if is_null {
+            return None;
+        }
+        // jsonb_out detoasts its argument and returns a palloc'd C string.
+        let text = unsafe {
+            let cstr = pgrx::direct_function_call::<&std::ffi::CStr>(pg_sys::jsonb_out, &[Some(datum)])?;
+            let owned = cstr.to_string_lossy().into_owned();
+            pg_sys::pfree(cstr.as_ptr().cast_mut().cast());
+            owned
+        };
+        Some(JsonbArg(text))
+    }
+}
+
+unsafe impl<'fcx> ArgAbi<'fcx> for JsonbArg {
+    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+        let index = arg.index();
+        unsafe { arg.unbox_arg_using_from_datum().unwrap_or_else(|| panic!("argument {index} must not be null")) }
+    }
+
+    unsafe fn unbox_nullable_arg(arg: Arg<'_, 'fcx>) -> Nullable<Self> {
+        unsafe { arg.unbox_arg_using_from_datum().into() }
+    }
+}
+
+unsafe impl SqlTranslatable for JsonbArg {
+    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(JsonbArg);
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("jsonb"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("jsonb")));
+}

@@ -1,0 +1,126 @@
+//! Size limits checked before a command is compiled: the command text
+//! (`kip.max_command_size`), the number of WHERE clauses and FILTER terms
+//! (`kip.max_clauses`), and the length of names that become index keys.
+//! Each refusal names the limit and how to change it.
+
+use kip_lang::ast::{Command, Delete, Expr, Script, WhereClause};
+use kip_lang::{ErrorCode, KipError};
+
+/// Longest type, concept name or predicate accepted, in bytes. The unique
+/// index on `(space, type, name)` holds at most about 2,700 bytes per key.
+pub const MAX_NAME_BYTES: usize = 1024;
+
+pub fn check_command_size(text: &str) -> Result<(), KipError> {
+    let limit_kb = crate::guc::MAX_COMMAND_SIZE.get().max(1) as usize;
+    if text.len() > limit_kb.saturating_mul(1024) {
+        return Err(KipError::new(
+            ErrorCode::ResourceExhausted,
+            format!("the command text is {} bytes; kip.max_command_size is {limit_kb} kB", text.len()),
+        )
+        .with_hint("Split the capsule into several UPSERT commands (EXPORT pages are independent capsules), or raise kip.max_command_size."));
+    }
+    Ok(())
+}
+
+/// KIP_4002 when the script's patterns hold more clauses and FILTER terms
+/// than `kip.max_clauses`.
+pub fn check_clauses(script: &Script) -> Result<(), KipError> {
+    let limit = crate::guc::MAX_CLAUSES.get().max(1) as usize;
+    let mut count = 0usize;
+    for command in &script.commands {
+        count += clause_count(where_clauses(command));
+    }
+    if count > limit {
+        return Err(KipError::new(
+            ErrorCode::ResourceExhausted,
+            format!("the pattern has {count} clauses and FILTER terms; kip.max_clauses is {limit}"),
+        )
+        .with_hint("Split the query into smaller ones, use IN(…) with a list instead of many alternatives, or raise kip.max_clauses."));
+    }
+    Ok(())
+}
+
+fn where_clauses(command: &Command) -> &[WhereClause] {
+    match command {
+        Command::Find(q) => &q.where_clauses,
+        Command::Export(e) => &e.where_clauses,
+        Command::Update(u) => &u.where_clauses,
+        Command::Merge(m) => &m.where_clauses,
+        Command::Delete(
+            Delete::Attributes { where_clauses, .. }
+            | Delete::Metadata { where_clauses, .. }
+            | Delete::Propositions { where_clauses, .. }
+            | Delete::Concept { where_clauses, .. },
+        ) => where_clauses,
+        Command::Describe(_) | Command::Search(_) | Command::Upsert(_) => &[],
+    }
+}
+
+/// Clauses at every nesting level, plus the terms of FILTER expressions
+/// (walked with explicit stacks).
+fn clause_count(clauses: &[WhereClause]) -> usize {
+    let mut count = 0;
+    let mut blocks: Vec<&[WhereClause]> = vec![clauses];
+    while let Some(block) = blocks.pop() {
+        for clause in block {
+            count += 1;
+            match clause {
+                WhereClause::Not(inner) | WhereClause::Optional(inner) | WhereClause::Union(inner) => blocks.push(inner),
+                WhereClause::Filter(e) => count += expr_terms(e),
+                WhereClause::Concept { .. } | WhereClause::Proposition { .. } => {}
+            }
+        }
+    }
+    count
+}
+
+fn expr_terms(e: &Expr) -> usize {
+    let mut count = 0;
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(xs) | Expr::Or(xs) => stack.extend(xs.iter()),
+            Expr::Not(x) => stack.push(x),
+            Expr::Compare { left, right, .. } => {
+                count += 1;
+                stack.push(left);
+                stack.push(right);
+            }
+            Expr::Call { args, .. } => {
+                count += 1;
+                stack.extend(args.iter());
+            }
+            Expr::Value(_) | Expr::Path(_) => {}
+        }
+    }
+    count
+}
+
+/// KIP_2002 when a type, name or predicate written by KML is longer than
+/// [`MAX_NAME_BYTES`].
+pub fn check_name(what: &str, value: &str) -> Result<(), KipError> {
+    if value.len() > MAX_NAME_BYTES {
+        let shown: String = value.chars().take(40).collect();
+        return Err(KipError::new(
+            ErrorCode::ConstraintViolation,
+            format!("the {what} {shown:?}… is {} bytes long; the limit is {MAX_NAME_BYTES} bytes", value.len()),
+        )
+        .with_hint("Use a shorter name and keep long text in an attribute such as description."));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_nested_clauses_and_filter_terms() {
+        let script = kip_lang::parse(
+            r#"FIND(?a) WHERE { ?a {type: "T"} OPTIONAL { (?a, "p", ?b) NOT { ?b {name: "x"} } } FILTER(?a.name == "a" || ?a.name == "b") }"#,
+        )
+        .unwrap();
+        // 3 top-level + 2 in OPTIONAL + 1 in NOT, and 2 comparisons.
+        assert_eq!(clause_count(where_clauses(&script.commands[0])), 8);
+    }
+}

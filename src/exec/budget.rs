@@ -1,0 +1,89 @@
+//! The time budget of one KIP command (`kip.command_timeout`).
+//!
+//! A per-backend Postgres timeout (`RegisterTimeout(USER_TIMEOUT)`) is armed
+//! before each command and disarmed after it, so every command of a batch
+//! gets the full budget, whatever the previous ones used. When it fires, the
+//! handler requests a query cancel exactly as `statement_timeout` does; the
+//! command's subtransaction catches the cancel and, seeing that the budget
+//! expired, reports `KIP_4001` and rolls the command back. A user's own
+//! cancel request still propagates (see `pg_error`).
+
+use pgrx::pg_sys;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+// utils/timeout.h is not part of pgrx's bindings.
+type TimeoutId = std::ffi::c_int;
+/// `USER_TIMEOUT` of `enum TimeoutId` (utils/timeout.h): "give me a new id".
+#[cfg(any(feature = "pg15", feature = "pg16"))]
+const USER_TIMEOUT: TimeoutId = 12;
+#[cfg(feature = "pg17")]
+const USER_TIMEOUT: TimeoutId = 13;
+
+extern "C-unwind" {
+    fn RegisterTimeout(id: TimeoutId, handler: Option<unsafe extern "C-unwind" fn()>) -> TimeoutId;
+    fn enable_timeout_after(id: TimeoutId, delay_ms: std::ffi::c_int);
+    fn disable_timeout(id: TimeoutId, keep_indicator: bool);
+}
+
+/// The registered timeout id; -1 until first use in this backend.
+static TIMEOUT_ID: AtomicI32 = AtomicI32::new(-1);
+/// Set by the timeout handler; read when a cancel is caught.
+static EXPIRED: AtomicBool = AtomicBool::new(false);
+
+/// Runs in the SIGALRM handler: only async-signal-safe work.
+unsafe extern "C-unwind" fn on_timeout() {
+    EXPIRED.store(true, Ordering::SeqCst);
+    unsafe {
+        pg_sys::QueryCancelPending = 1;
+        pg_sys::InterruptPending = 1;
+        pg_sys::SetLatch(pg_sys::MyLatch);
+    }
+}
+
+fn timeout_id() -> TimeoutId {
+    let id = TIMEOUT_ID.load(Ordering::Relaxed);
+    if id >= 0 {
+        return id;
+    }
+    let id = unsafe { RegisterTimeout(USER_TIMEOUT, Some(on_timeout)) };
+    TIMEOUT_ID.store(id, Ordering::Relaxed);
+    id
+}
+
+/// Whether the running command's budget has expired.
+pub fn expired() -> bool {
+    EXPIRED.load(Ordering::SeqCst)
+}
+
+/// The budget in milliseconds (0: none).
+pub fn limit_ms() -> i32 {
+    crate::guc::COMMAND_TIMEOUT.get().max(0)
+}
+
+/// An armed budget; disarmed when dropped.
+pub struct Armed(Option<TimeoutId>);
+
+/// Arm the budget for one command.
+pub fn arm() -> Armed {
+    EXPIRED.store(false, Ordering::SeqCst);
+    let ms = limit_ms();
+    if ms == 0 {
+        return Armed(None);
+    }
+    let id = timeout_id();
+    unsafe { enable_timeout_after(id, ms) };
+    Armed(Some(id))
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        if let Some(id) = self.0 {
+            unsafe { disable_timeout(id, false) };
+        }
+        // The budget ran out after the command's last interrupt check: the
+        // cancel it requested belongs to no command, so withdraw it.
+        if EXPIRED.swap(false, Ordering::SeqCst) {
+            unsafe { pg_sys::QueryCancelPending = 0 };
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Hostile input through kip_execute: every item gets a KIP envelope, never
+//! a Postgres ERROR or a crashed backend. Time budgets, parallel plans,
+//! size limits, long chains of links about links, forged cursors, unusual
+//! session settings, hostile text, and a non-superuser role.
+
+use kip_integration_tests::{connect, dsn_for, err_code, fresh_space, kip, kip_request, ok, use_space};
+use postgres::{Client, NoTls};
+use serde_json::{json, Value};
+
+fn drugs(c: &mut Client, n: usize) {
+    let mut capsule = String::from(r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A drug." } } "#);
+    capsule.push_str(r#"CONCEPT ?p { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "treats" } } "#);
+    for i in 0..n {
+        capsule.push_str(&format!(r#"CONCEPT ?d{i} {{ {{type: "Drug", name: "drug {i}"}} }} "#));
+    }
+    capsule.push('}');
+    ok(kip(c, &capsule, json!({})));
+}
+
+fn message(out: &Value) -> String {
+    out["error"]["message"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn every_command_of_a_batch_gets_its_own_time_budget() {
+    let mut c = connect();
+    fresh_space(&mut c, "budget");
+    drugs(&mut c, 300);
+    c.batch_execute("SET kip.command_timeout = '300ms'").unwrap();
+    let slow = r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} ?c {type: "Drug"} }"#;
+    let started = std::time::Instant::now();
+    let out = kip_request(&mut c, json!({"commands": [slow, slow, r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} }"#]}));
+    let items = out["result"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(err_code(&items[0]), "KIP_4001", "{out}");
+    assert!(message(&items[0]).contains("kip.command_timeout"), "{out}");
+    // The second command was limited too: the budget is re-armed.
+    assert_eq!(err_code(&items[1]), "KIP_4001", "{out}");
+    assert_eq!(items[2]["result"], json!(300), "{out}");
+    assert!(started.elapsed().as_secs() < 20, "budgets did not bound the batch: {:?}", started.elapsed());
+    // The session is healthy afterwards and a budget of 0 disables the limit.
+    c.batch_execute("SET kip.command_timeout = 0").unwrap();
+    assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} }"#, json!({}))), json!(300));
+}
+
+#[test]
+fn entry_points_that_open_subtransactions_are_parallel_unsafe() {
+    let mut c = connect();
+    let labels: Vec<(String, String)> = c
+        .query(
+            "SELECT p.oid::regprocedure::text, p.proparallel::text FROM pg_proc p \
+             WHERE p.proname IN ('kip_execute', 'kip_execute_readonly', 'try_timestamptz')",
+            &[],
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(labels.len() >= 5, "{labels:?}");
+    for (f, label) in &labels {
+        assert_eq!(label, "u", "{f} must be PARALLEL UNSAFE");
+    }
+    // A query that calls it per row of a table that would get a parallel plan.
+    fresh_space(&mut c, "parallel");
+    drugs(&mut c, 1);
+    c.batch_execute(
+        "CREATE TEMP TABLE big AS SELECT g FROM generate_series(1, 200000) g; ANALYZE big; \
+         SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; \
+         SET max_parallel_workers_per_gather = 2",
+    )
+    .unwrap();
+    let n: i64 = c
+        .query_one(
+            "SELECT count(*) FROM big WHERE g % 50000 = 0 AND kip_execute_readonly('FIND(?d.name) WHERE { ?d {type: \"Drug\"} }') ? 'result'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 4);
+}
+
+#[test]
+fn size_limits_name_the_limit() {
+    let mut c = connect();
+    fresh_space(&mut c, "limits");
+    drugs(&mut c, 1);
+    // JSON parameters nested deeper than serde reads.
+    let deep: String = "[".repeat(200) + &"]".repeat(200);
+    let out: Value = c
+        .query_one("SELECT kip_execute('FIND(?d) WHERE { ?d {type: \"Drug\"} }', $1::text::jsonb)", &[&deep])
+        .unwrap()
+        .get(0);
+    assert_eq!(err_code(&out), "KIP_1001");
+    assert!(message(&out).contains("128"), "{out}");
+    let deep_request = format!(r#"{{"command": "DESCRIBE PRIMER", "parameters": {{"x": {deep}}}}}"#);
+    let out: Value = c.query_one("SELECT kip_execute($1::text::jsonb)", &[&deep_request]).unwrap().get(0);
+    assert_eq!(err_code(&out), "KIP_1001", "{out}");
+    // A name over the index-key limit.
+    let long = "n".repeat(5000);
+    let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, json!({"n": long}));
+    assert_eq!(err_code(&out), "KIP_2002", "{out}");
+    assert!(message(&out).contains("1024"), "{out}");
+    // A description too large for the keyword index.
+    let words: Vec<String> = (0..250_000).map(|i| format!("w{i}")).collect();
+    let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Wordy"} SET ATTRIBUTES { description: :d } } }"#, json!({"d": words.join(" ")}));
+    assert_eq!(err_code(&out), "KIP_2002", "{}", message(&out));
+    assert!(message(&out).contains("tsvector"), "{}", message(&out));
+    // A 10 MB command text.
+    let huge = format!(r#"FIND(?d) WHERE {{ ?d {{type: "Drug", name: "{}"}} }}"#, "x".repeat(10 * 1024 * 1024));
+    let out = kip(&mut c, &huge, json!({}));
+    assert_eq!(err_code(&out), "KIP_4002");
+    assert!(message(&out).contains("kip.max_command_size"), "{out}");
+    // A command with 10,000 clauses.
+    let mut many = String::from("FIND(?d0) WHERE { ");
+    for i in 0..10_000 {
+        many.push_str(&format!(r#"?d{i} {{type: "Drug"}} "#));
+    }
+    many.push('}');
+    let out = kip(&mut c, &many, json!({}));
+    assert_eq!(err_code(&out), "KIP_4002");
+    assert!(message(&out).contains("kip.max_clauses"), "{out}");
+    // Nothing was written by the refused commands.
+    assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }"#, json!({}))), json!(1));
+}
+
+#[test]
+fn a_long_chain_of_links_about_links_exports_to_a_capsule_kip_reimports() {
+    let mut c = connect();
+    fresh_space(&mut c, "chain");
+    drugs(&mut c, 2);
+    let depth = 300;
+    let mut capsule = String::from(r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "drug 0"} } CONCEPT ?b { {type: "Drug", name: "drug 1"} } PROPOSITION ?l0 { (?a, "treats", ?b) } "#);
+    for i in 1..depth {
+        capsule.push_str(&format!(r#"PROPOSITION ?l{i} {{ (?l{}, "treats", ?b) }} "#, i - 1));
+    }
+    capsule.push('}');
+    let created = ok(kip(&mut c, &capsule, json!({})));
+    let last = created["upsert_proposition_links"][depth - 1].as_str().unwrap().to_string();
+    let out = ok(kip(&mut c, "EXPORT ?l WHERE { ?l (id: :id) }", json!({"id": last})));
+    let text = out["capsule"].as_str().unwrap().to_string();
+    // kip reads its own capsule back: re-applying it changes nothing.
+    ok(kip(&mut c, &text, json!({})));
+    let count = r#"FIND(COUNT(?l)) WHERE { ?l (?s, "treats", ?o) }"#;
+    assert_eq!(ok(kip(&mut c, count, json!({}))), json!(depth));
+    // The whole chain exports to a capsule that rebuilds it in a fresh space.
+    let all = ok(kip(&mut c, r#"EXPORT ?l WHERE { ?l (?s, "treats", ?o) } LIMIT 1000"#, json!({})));
+    let text = all["capsule"].as_str().unwrap().to_string();
+    fresh_space(&mut c, "chain_import");
+    drugs(&mut c, 2);
+    ok(kip(&mut c, &text, json!({})));
+    assert_eq!(ok(kip(&mut c, count, json!({}))), json!(depth), "{}", &text[..text.len().min(2000)]);
+}
+
+#[test]
+fn forged_and_overflowing_cursors_are_refused() {
+    let mut c = connect();
+    fresh_space(&mut c, "cursor");
+    drugs(&mut c, 5);
+    let q = r#"FIND(?d.name) WHERE { ?d {type: "Drug"} } LIMIT 2"#;
+    let first = kip(&mut c, q, json!({}));
+    let token = first["next_cursor"].as_str().unwrap().to_string();
+    let resumed = kip(&mut c, &format!(r#"{q} CURSOR "{token}""#), json!({}));
+    assert_eq!(resumed["result"].as_array().map(Vec::len), Some(2), "{resumed}");
+    let b64 = |s: &str| -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::new();
+        for chunk in s.as_bytes().chunks(3) {
+            let n = chunk.iter().enumerate().fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+            for i in 0..=chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            }
+        }
+        out
+    };
+    for forged in [b64("k1:4:0000000000000000"), b64("k1:99999999999999999999:0000000000000000"), b64("k1:18446744073709551615:ffffffffffffffff"), "x".repeat(500)] {
+        let out = kip(&mut c, &format!(r#"{q} CURSOR "{forged}""#), json!({}));
+        assert_eq!(err_code(&out), "KIP_1001", "{forged}: {out}");
+    }
+    // The key is a random per-database secret that PUBLIC cannot read.
+    let (len, public): (i32, bool) = c
+        .query_one(
+            "SELECT length(secret), has_table_privilege('public', 'kip.instance_secrets', 'SELECT') FROM kip.instance_secrets WHERE name = 'cursor'",
+            &[],
+        )
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert_eq!((len, public), (32, false));
+}
+
+#[test]
+fn unusual_session_settings() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "settings");
+    drugs(&mut c, 3);
+    c.batch_execute("SET search_path = ''; SET standard_conforming_strings = off").unwrap();
+    let run = |c: &mut Client, q: &str, p: Value| -> Value {
+        let out: Value = c.query_one("SELECT public.kip_execute($1::text, $2::jsonb)", &[&q, &p]).unwrap().get(0);
+        out
+    };
+    let out = run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "back\\slash_100%"} SET ATTRIBUTES { description: "it's" } } } WITH METADATA { expires_at: "2000-01-01T00:00:00Z" }"#, json!({}));
+    assert!(out.get("result").is_some(), "{out}");
+    for (q, expect) in [
+        (r#"FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(CONTAINS(?d.name, "\\slash_1")) }"#, json!(["back\\slash_100%"])),
+        (r#"FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, "^back\\\\s")) }"#, json!(["back\\slash_100%"])),
+    ] {
+        assert_eq!(run(&mut c, q, json!({}))["result"], expect, "{q}");
+    }
+    let hits = run(&mut c, r#"SEARCH CONCEPT "slash_100%" WITH TYPE "Drug" LIMIT 5"#, json!({}));
+    assert!(hits["result"].to_string().contains("back\\\\slash_100%"), "{hits}");
+    for q in ["DESCRIBE PRIMER", r#"EXPORT ?d WHERE { ?d {type: "Drug"} }"#] {
+        assert!(run(&mut c, q, json!({})).get("result").is_some(), "{q}");
+    }
+    // The maintenance cycle reads timestamps with the same settings.
+    let valid: bool = c.query_one("SELECT kip.try_timestamptz('2000-01-01T00:00:00Z') IS NOT NULL", &[]).unwrap().get(0);
+    assert!(valid);
+    let report: Value = c.query_one("SELECT public.kip_maintenance($1)", &[&space]).unwrap().get(0);
+    assert!(report.get("error").is_none(), "{report}");
+}
+
+#[test]
+fn hostile_names_keys_predicates_and_patterns_travel_as_data() {
+    let mut c = connect();
+    fresh_space(&mut c, "hostile");
+    drugs(&mut c, 1);
+    let names = [
+        "x'); DROP TABLE kip.concepts; --",
+        "$1",
+        "\\\\'\"",
+        "名前 🧪",
+        "a%_b",
+        "v_1 AS x FROM kip.spaces --",
+    ];
+    for n in names {
+        let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} SET ATTRIBUTES { :k: 1 } } }"#, json!({"n": n, "k": "k"}));
+        // Attribute keys cannot be placeholders: a syntax error, in the envelope.
+        assert_eq!(err_code(&out), "KIP_1001", "{out}");
+        let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} SET ATTRIBUTES { description: :n } } }"#, json!({"n": n}));
+        ok(out);
+        let found = ok(kip(&mut c, r#"FIND(?d.attributes.description) WHERE { ?d {type: "Drug", name: :n} }"#, json!({"n": n})));
+        assert_eq!(found, json!([n]));
+        let keyed = format!(r#"FIND(?d.name) WHERE {{ ?d {{type: "Drug"}} FILTER(?d.attributes.description == {}) }}"#, serde_json::to_string(n).unwrap());
+        assert_eq!(ok(kip(&mut c, &keyed, json!({}))), json!([n]));
+    }
+    // Hostile attribute keys written through KIP text.
+    let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "keys"} SET ATTRIBUTES { "a'b": 1, "--": 2, "x\"y": 3 } } }"#, json!({}));
+    ok(out);
+    let found = ok(kip(&mut c, r#"FIND(?d.attributes) WHERE { ?d {type: "Drug", name: "keys"} }"#, json!({})));
+    assert_eq!(found, json!([{"a'b": 1, "--": 2, "x\"y": 3}]));
+    // Hostile predicates: unregistered is KIP_2001, malformed names KIP_1002.
+    let out = kip(&mut c, r#"FIND(?a) WHERE { (?a, :p, ?b) }"#, json!({"p": "x'); DROP TABLE kip.concepts; --"}));
+    assert_eq!(out, json!({"result": []}), "an unknown predicate matches nothing");
+    let out = kip(&mut c, r#"UPSERT { CONCEPT ?p { {type: "$PropositionType", name: :p} } }"#, json!({"p": "bad name'"}));
+    assert_eq!(err_code(&out), "KIP_1002", "{out}");
+    // Hostile regular expressions: invalid ones are KIP_1001, costly ones end within the budget.
+    let out = kip(&mut c, r#"FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, :r)) }"#, json!({"r": "(unclosed"}));
+    assert_eq!(err_code(&out), "KIP_1001", "{out}");
+    c.batch_execute("SET kip.command_timeout = '2s'").unwrap();
+    let out = kip(&mut c, r#"FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, :r)) }"#, json!({"r": "^(a|a?)+$"}));
+    assert!(out.get("result").is_some() || err_code(&out) == "KIP_4001", "{out}");
+    // A NUL character cannot be stored: a KIP error, not a Postgres one.
+    let out = kip(&mut c, "UPSERT { CONCEPT ?d { {type: \"Drug\", name: \"nul\\u0000byte\"} } }", json!({}));
+    assert_eq!(err_code(&out), "KIP_1001", "{out}");
+    // Nothing outside the space was touched.
+    assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }"#, json!({}))), json!(names.len() + 2));
+}
+
+#[test]
+fn a_non_superuser_role_can_use_kip() {
+    let mut admin = connect();
+    admin
+        .batch_execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_test_agent') THEN \
+               CREATE ROLE kip_test_agent LOGIN NOSUPERUSER; END IF; END $$; \
+             GRANT USAGE ON SCHEMA kip TO kip_test_agent; \
+             GRANT SELECT, INSERT, UPDATE, DELETE ON kip.spaces, kip.concepts, kip.propositions, kip.maintenance_log TO kip_test_agent; \
+             GRANT USAGE ON ALL SEQUENCES IN SCHEMA kip TO kip_test_agent",
+        )
+        .unwrap();
+    let dsn = dsn_for("kip_test").replace("user=postgres", "user=kip_test_agent");
+    let mut c = Client::connect(&dsn, NoTls).expect("connect as kip_test_agent");
+    let superuser: bool = c.query_one("SELECT rolsuper FROM pg_roles WHERE rolname = current_user", &[]).unwrap().get(0);
+    assert!(!superuser);
+    let space = kip_integration_tests::unique_space("agent");
+    use_space(&mut c, &space);
+    drugs(&mut c, 5);
+    let q = r#"FIND(?d.name) WHERE { ?d {type: "Drug"} } LIMIT 3"#;
+    let first = kip(&mut c, q, json!({}));
+    let token = first["next_cursor"].as_str().unwrap_or_else(|| panic!("{first}")).to_string();
+    let rest = ok(kip(&mut c, &format!(r#"{q} CURSOR "{token}""#), json!({})));
+    assert_eq!(rest.as_array().map(Vec::len), Some(2));
+    assert!(ok(kip(&mut c, r#"EXPORT ?d WHERE { ?d {type: "Drug"} }"#, json!({})))["capsule"].is_string());
+    assert_eq!(err_code(&kip(&mut c, r#"DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Domain", name: "CoreSchema"} }"#, json!({}))), "KIP_3004");
+    // The role cannot read the cursor secret directly.
+    assert!(c.query_one("SELECT secret FROM kip.instance_secrets", &[]).is_err());
+}
