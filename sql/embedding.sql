@@ -57,12 +57,14 @@ $$;
 COMMENT ON FUNCTION kip.proposition_grounding_text(text, bigint, text, bigint, jsonb) IS
     'The text a proposition is embedded from: subject name, predicate, object name, description';
 
--- An update that changes the grounding text makes the vector stale.
+-- An update that changes the grounding text makes the vector stale. The
+-- vectors are compared as text: the cast needs no operator lookup, so the
+-- trigger works under any search_path (pgvector's = lives in its schema).
 CREATE FUNCTION kip.concept_embedding_stale() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.embedding IS NOT NULL
-       AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding
+       AND NEW.embedding::text IS NOT DISTINCT FROM OLD.embedding::text
        AND kip.concept_grounding_text(NEW.type, NEW.name, NEW.attributes)
            IS DISTINCT FROM kip.concept_grounding_text(OLD.type, OLD.name, OLD.attributes) THEN
         NEW.embedding := NULL;
@@ -75,7 +77,7 @@ CREATE FUNCTION kip.proposition_embedding_stale() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.embedding IS NOT NULL
-       AND NEW.embedding IS NOT DISTINCT FROM OLD.embedding
+       AND NEW.embedding::text IS NOT DISTINCT FROM OLD.embedding::text
        AND kip.proposition_grounding_text(NEW.space, NEW.subject, NEW.predicate, NEW.object, NEW.attributes)
            IS DISTINCT FROM
            kip.proposition_grounding_text(OLD.space, OLD.subject, OLD.predicate, OLD.object, OLD.attributes) THEN

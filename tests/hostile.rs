@@ -191,11 +191,16 @@ fn unusual_session_settings() {
     let mut c = connect();
     let space = fresh_space(&mut c, "settings");
     drugs(&mut c, 3);
+    // Give the concepts their vectors, so that changing one below runs the
+    // staleness trigger.
+    c.batch_execute("SELECT kip_embed_pending()").unwrap();
     c.batch_execute("SET search_path = ''; SET standard_conforming_strings = off").unwrap();
     let run = |c: &mut Client, q: &str, p: Value| -> Value {
         let out: Value = c.query_one("SELECT public.kip_execute($1::text, $2::jsonb)", &[&q, &p]).unwrap().get(0);
         out
     };
+    let out = run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "drug 1"} SET ATTRIBUTES { description: "changed" } } }"#, json!({}));
+    assert!(out.get("result").is_some(), "{out}");
     let out = run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "back\\slash_100%"} SET ATTRIBUTES { description: "it's" } } } WITH METADATA { expires_at: "2000-01-01T00:00:00Z" }"#, json!({}));
     assert!(out.get("result").is_some(), "{out}");
     for (q, expect) in [
