@@ -5,8 +5,9 @@
 #   3. integration tests from a client against the project's cluster
 #      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329})
 #   4. the `make run` demo and a DESCRIBE PRIMER over psql
-#   5. pg_test/ SQL scenarios (a .sql script and its expected output)
-#   6. the kip-server gateway (scripts/gateway_test.sh)
+#   5. the upgrade from the previous release (scripts/upgrade_test.sh)
+#   6. pg_test/ SQL scenarios (a .sql script and its expected output)
+#   7. the kip-server gateway (scripts/gateway_test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KIP_PGPORT=${KIP_PGPORT:-54329}
@@ -44,6 +45,9 @@ envelope=$(psql -X -tA -h localhost -p "$KIP_PGPORT" -U postgres kip_demo_check 
 psql -X -q -h localhost -p "$KIP_PGPORT" -U postgres postgres -c "DROP DATABASE kip_demo_check"
 if [ "$envelope" != t ]; then echo "DESCRIBE PRIMER did not return a result envelope"; exit 1; fi
 echo "DESCRIBE PRIMER returned a result envelope"
+
+step "upgrade from the previous release (ALTER EXTENSION kip UPDATE)"
+bash scripts/upgrade_test.sh 2>&1
 
 step "pg_test SQL scenarios"
 bash scripts/pg_scenarios.sh

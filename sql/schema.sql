@@ -24,9 +24,13 @@ CREATE TABLE kip.spaces (
     name            text PRIMARY KEY
                     CONSTRAINT space_name_format CHECK (name ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$'),
     created_at      timestamptz NOT NULL DEFAULT now(),
-    bootstrapped_at timestamptz
+    bootstrapped_at timestamptz,
+    -- The capsule level the space was bootstrapped with or last upgraded to
+    -- (src/bootstrap): 1 = KIP v1.0-RC10 capsules, 2 = RC11.
+    capsule_level   integer NOT NULL DEFAULT 1
 );
 COMMENT ON TABLE kip.spaces IS 'Memory spaces; select one with SET kip.space';
+COMMENT ON COLUMN kip.spaces.capsule_level IS 'Capsule level of the space; older spaces are upgraded on their next use';
 
 CREATE SEQUENCE kip.element_id_seq AS bigint;
 COMMENT ON SEQUENCE kip.element_id_seq IS 'Shared id sequence of concepts and propositions';

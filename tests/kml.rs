@@ -1,5 +1,6 @@
 //! KML, the write path: bootstrap from capsules/, UPSERT, UPDATE, MERGE,
-//! DELETE, schema discipline and protection (RC10 §2.8–2.11, §4).
+//! DELETE, schema discipline and protection (RC10 §2.8–2.11, §4), and the
+//! RC11 Experience Learning profile.
 //! Needs the test cluster (scripts/cluster.sh start) with kip installed.
 
 #[path = "kml/common.rs"]
@@ -9,6 +10,8 @@ mod common;
 mod bootstrap;
 #[path = "kml/delete.rs"]
 mod delete;
+#[path = "kml/experience.rs"]
+mod experience;
 #[path = "kml/merge.rs"]
 mod merge;
 #[path = "kml/protection.rs"]

@@ -170,22 +170,26 @@ fn ttl_respects_the_cap_per_cycle() {
     c.batch_execute("RESET kip.maintenance_batch").unwrap();
 }
 
-fn link_confidence(c: &mut Client, space: &str, object: &str) -> Value {
+fn link_meta(c: &mut Client, space: &str, object: &str, key: &str) -> Value {
     c.query_one(
-        "SELECT metadata -> 'confidence' FROM kip.facts WHERE space = $1 AND subject_name = 'Carol' AND predicate = 'prefers' AND object_name = $2",
-        &[&space, &object],
+        "SELECT metadata -> $3::text FROM kip.facts WHERE space = $1 AND subject_name = 'Carol' AND predicate = 'prefers' AND object_name = $2",
+        &[&space, &object, &key],
     )
     .unwrap()
-    .get(0)
+    .get::<_, Option<Value>>(0)
+    .unwrap_or(Value::Null)
 }
 
-#[test]
-fn decay_is_asymmetric_and_applied_once_per_period() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut c = connect();
-    let space = fresh_space(&mut c, "mdecay");
+fn link_strength(c: &mut Client, space: &str, object: &str) -> Value {
+    link_meta(c, space, object, "memory_strength")
+}
+
+/// Carol's `prefers` links: (object, strength, confidence) per the spec's
+/// Phase 7 setup; returns the domain links' metadata to compare afterwards.
+fn decay_fixture(c: &mut Client) -> String {
+    let space = fresh_space(c, "mdecay");
     ok(kip(
-        &mut c,
+        c,
         r#"UPSERT {
           CONCEPT ?weak { {type: "Preference", name: "weak"} SET ATTRIBUTES { description: "seen once" } }
           CONCEPT ?strong { {type: "Preference", name: "strong"} SET ATTRIBUTES { description: "seen often", evidence_count: 3 } }
@@ -196,16 +200,28 @@ fn decay_is_asymmetric_and_applied_once_per_period() {
         json!({}),
     ));
     ok(kip(
-        &mut c,
+        c,
+        r#"UPSERT {
+          CONCEPT ?vivid { {type: "Preference", name: "vivid"} SET ATTRIBUTES { description: "recalled often" } }
+          CONCEPT ?faint { {type: "Preference", name: "faint"} SET ATTRIBUTES { description: "almost forgotten" } }
+          CONCEPT ?carol { {type: "Person", name: "Carol"}
+            SET PROPOSITIONS { ("prefers", ?vivid) WITH METADATA { memory_strength: 0.9, confidence: 0.5 }
+                               ("prefers", ?faint) WITH METADATA { memory_strength: 0.05, confidence: 0.99 } } }
+        }
+        WITH METADATA { created_at: "2020-01-01T00:00:00Z" }"#,
+        json!({}),
+    ));
+    ok(kip(
+        c,
         r#"UPSERT {
           CONCEPT ?truth { {type: "Preference", name: "truth"} SET ATTRIBUTES { description: "certain" } }
           CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?truth) } }
         }
-        WITH METADATA { confidence: 1.0, created_at: "2020-01-01T00:00:00Z" }"#,
+        WITH METADATA { confidence: 1.0, memory_strength: 0.9, created_at: "2020-01-01T00:00:00Z" }"#,
         json!({}),
     ));
     ok(kip(
-        &mut c,
+        c,
         r#"UPSERT {
           CONCEPT ?fresh { {type: "Preference", name: "fresh"} SET ATTRIBUTES { description: "new" } }
           CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?fresh) } }
@@ -214,7 +230,7 @@ fn decay_is_asymmetric_and_applied_once_per_period() {
         json!({}),
     ));
     ok(kip(
-        &mut c,
+        c,
         r#"UPSERT {
           CONCEPT ?seen { {type: "Preference", name: "reobserved"} SET ATTRIBUTES { description: "confirmed" } }
           CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?seen) } }
@@ -222,19 +238,66 @@ fn decay_is_asymmetric_and_applied_once_per_period() {
         WITH METADATA { confidence: 0.8, created_at: "2020-01-01T00:00:00Z", observed_at: "2999-01-01T00:00:00Z" }"#,
         json!({}),
     ));
+    ok(kip(
+        c,
+        r#"UPSERT {
+          CONCEPT ?swept { {type: "Preference", name: "swept"} SET ATTRIBUTES { description: "the agent's own cycle decayed it" } }
+          CONCEPT ?echo { {type: "Preference", name: "echo"} SET ATTRIBUTES { description: "as strong, better supported" } }
+          CONCEPT ?carol { {type: "Person", name: "Carol"}
+            SET PROPOSITIONS { ("prefers", ?swept) ("prefers", ?echo) WITH METADATA { confidence: 0.9 } } }
+        }
+        WITH METADATA { confidence: 0.8, memory_strength: 0.5, created_at: "2020-01-01T00:00:00Z", strength_decay_applied_at: "2999-01-01T00:00:00Z" }"#,
+        json!({}),
+    ));
+    space
+}
+
+#[test]
+fn disuse_decays_memory_strength_never_confidence() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = decay_fixture(&mut c);
+    let confidences = |c: &mut Client| -> Value {
+        c.query_one(
+            "SELECT jsonb_object_agg(object_name, metadata -> 'confidence') FROM kip.facts WHERE space = $1 AND predicate = 'prefers'",
+            &[&space],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let confidence_before = confidences(&mut c);
     let domain_links_before: Value = c
         .query_one("SELECT jsonb_agg(metadata ORDER BY id) FROM kip.propositions WHERE space = $1 AND predicate = 'belongs_to_domain'", &[&space])
         .unwrap()
         .get(0);
 
     let first = maintain(&mut c, &space);
-    assert_eq!(first["decayed"], json!(2), "{first}");
-    assert_eq!(link_confidence(&mut c, &space, "weak"), json!(0.72), "weak memories fade fast (0.90)");
-    assert_eq!(link_confidence(&mut c, &space, "strong"), json!(0.784), "reinforced memories resist (0.98)");
-    assert_eq!(link_confidence(&mut c, &space, "truth"), json!(1.0), "1.0 system truths never decay");
-    assert_eq!(link_confidence(&mut c, &space, "fresh"), json!(0.8), "recent facts do not decay");
-    assert_eq!(link_confidence(&mut c, &space, "reobserved"), json!(0.8), "re-observed facts do not decay");
-    assert_eq!(audited(&mut c, &space, "decay").len(), 2);
+    assert_eq!(first["decayed"], json!(3), "{first}");
+    assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.665), "a missing strength starts from 0.7 and fades by 0.95");
+    assert_eq!(link_strength(&mut c, &space, "strong"), json!(0.6825), "reinforced memories lose half as much (0.975)");
+    assert_eq!(link_strength(&mut c, &space, "vivid"), json!(0.855));
+    assert_eq!(link_strength(&mut c, &space, "faint"), json!(0.05), "the 0.05 floor ends the sweep");
+    assert_eq!(link_strength(&mut c, &space, "truth"), json!(0.9), "1.0-confidence system truths keep their strength");
+    assert_eq!(link_strength(&mut c, &space, "fresh"), Value::Null, "recent links do not decay");
+    assert_eq!(link_strength(&mut c, &space, "reobserved"), Value::Null, "re-observed links do not decay");
+    assert_eq!(link_strength(&mut c, &space, "swept"), json!(0.5), "an agent's own decay this period counts");
+    assert_eq!(confidences(&mut c), confidence_before, "disuse never touches confidence");
+    assert_eq!(audited(&mut c, &space, "decay").len(), 3);
+
+    // Recall ranks by accessibility first, then by support (RC11 spec,
+    // BrainRecall): echo and swept tie on strength, confidence decides.
+    let ranked = ok(kip(
+        &mut c,
+        r#"FIND(?o.name, ?link.metadata.memory_strength, ?link.metadata.confidence) WHERE {
+             ?link ({type: "Person", name: "Carol"}, "prefers", ?o)
+             FILTER(IS_NOT_NULL(?link.metadata.memory_strength))
+           } ORDER BY ?link.metadata.memory_strength DESC, ?link.metadata.confidence DESC"#,
+        json!({}),
+    ));
+    // One column per variable: ?o's names, then ?link's [strength, confidence].
+    let order: Vec<Value> = ranked[0].as_array().unwrap_or_else(|| panic!("{ranked}")).clone();
+    assert_eq!(ranked[1][4], json!([0.5, 0.9]), "{ranked}");
+    assert_eq!(order, vec![json!("truth"), json!("vivid"), json!("strong"), json!("weak"), json!("echo"), json!("swept"), json!("faint")], "{ranked}");
 
     let versions: Value = c
         .query_one("SELECT jsonb_agg(version ORDER BY id) FROM kip.propositions WHERE space = $1", &[&space])
@@ -242,8 +305,7 @@ fn decay_is_asymmetric_and_applied_once_per_period() {
         .get(0);
     let second = maintain(&mut c, &space);
     assert_eq!(second["decayed"], json!(0), "{second}");
-    assert_eq!(link_confidence(&mut c, &space, "weak"), json!(0.72));
-    assert_eq!(link_confidence(&mut c, &space, "strong"), json!(0.784));
+    assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.665));
     let versions_after: Value = c
         .query_one("SELECT jsonb_agg(version ORDER BY id) FROM kip.propositions WHERE space = $1", &[&space])
         .unwrap()
@@ -257,6 +319,20 @@ fn decay_is_asymmetric_and_applied_once_per_period() {
         .unwrap()
         .get(0);
     assert_eq!(domain_links_before, domain_links_after, "belongs_to_domain links never decay");
+}
+
+#[test]
+fn the_decay_factor_is_a_setting() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = decay_fixture(&mut c);
+    c.batch_execute("SET kip.memory_strength_decay = 0.5").unwrap();
+    let report = maintain(&mut c, &space);
+    c.batch_execute("RESET kip.memory_strength_decay").unwrap();
+    assert_eq!(report["decayed"], json!(3), "{report}");
+    assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.35));
+    assert_eq!(link_strength(&mut c, &space, "strong"), json!(0.525), "slow links lose half as much (0.75)");
+    assert_eq!(link_meta(&mut c, &space, "weak", "confidence"), json!(0.8));
 }
 
 #[test]

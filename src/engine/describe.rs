@@ -94,14 +94,17 @@ fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<Stri
 }
 
 /// Domain summaries in name order; with `key_concepts`, each also lists its
-/// most connected members (for the primer's map).
+/// concept types (all of them, first: an agent needs every type it may
+/// write) and then its most connected other members (for the primer's map).
 fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
     let keys = match key_concepts {
-        Some(_) => ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM \
-                     (SELECT mc.name, (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND (q.subject = mc.id OR q.object = mc.id)) AS degree \
-                      FROM kip.propositions m JOIN kip.concepts mc ON mc.id = m.subject \
-                      WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id \
-                      ORDER BY degree DESC, mc.name COLLATE \"C\" LIMIT $3) k)",
+        Some(_) => ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM \
+                     (SELECT r.*, row_number() OVER (PARTITION BY r.is_type ORDER BY r.degree DESC, r.name COLLATE \"C\") AS rank FROM \
+                       (SELECT mc.name, mc.type = '$ConceptType' AS is_type, \
+                               (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND (q.subject = mc.id OR q.object = mc.id)) AS degree \
+                        FROM kip.propositions m JOIN kip.concepts mc ON mc.id = m.subject \
+                        WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id) r) k \
+                     WHERE k.is_type OR k.rank <= $3)",
         None => "",
     };
     let sql = format!(

@@ -2,10 +2,11 @@
 //! `$system` cycle of `reference/brain/BrainMaintenance.md`, run per space by
 //! `kip_maintenance()` or by the background worker (`worker`).
 //!
-//! Steps, in order: TTL reclamation (Phase 12, `ttl`), review SleepTasks for
-//! TTLs outside the whitelist, asymmetric confidence decay (Phase 7,
-//! `decay`), duplicate candidates → SleepTasks (`duplicates`), orphans →
-//! `Unsorted` (`orphans`). Every change is audited in `kip.maintenance_log`.
+//! Steps, in order: the space's capsule upgrade when it is at an older
+//! capsule level (`bootstrap::upgrade`), TTL reclamation (Phase 12, `ttl`),
+//! review SleepTasks for TTLs outside the whitelist, memory-strength decay on
+//! disuse (Phase 7, `decay`), duplicate candidates → SleepTasks
+//! (`duplicates`), orphans → `Unsorted` (`orphans`). Every change is audited in `kip.maintenance_log`.
 //! Each space runs in its own subtransaction: a failure in one space is
 //! reported and rolls back only that space's cycle.
 
@@ -77,6 +78,12 @@ pub(crate) fn run_isolated(space: &Space) -> Value {
 fn run_space(space: &Space) -> Result<Value, KipError> {
     let cap = settings::batch();
     let name = space.name();
+    // A capsule that cannot be applied is reported and skipped: the rest of
+    // the cycle still runs, and the upgrade is retried next time.
+    let capsules = match space::upgrade_if_needed(space) {
+        Ok(upgraded) => json!(if upgraded { "upgraded" } else { "current" }),
+        Err(e) => json!({ "error": e.to_json() }),
+    };
     // Phase 12: one cap for nodes and links together.
     let expired_deleted = ttl::delete_concepts(name, cap)?;
     let expired_links_deleted = ttl::delete_links(name, cap - expired_deleted)?;
@@ -113,6 +120,7 @@ fn run_space(space: &Space) -> Result<Value, KipError> {
         "decayed": decayed,
         "duplicate_tasks": duplicate_tasks,
         "orphans_assigned": orphans_assigned,
+        "capsules": capsules,
     });
     if !errors.is_empty() {
         report["task_errors"] = Value::Array(errors);

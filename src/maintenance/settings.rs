@@ -7,6 +7,7 @@
 //! | `kip.maintenance_database` | `postgres` | postmaster | database the worker serves when `kip.worker_databases` is empty |
 //! | `kip.worker_databases`     | (empty)    | postmaster | comma-separated databases, one background worker each |
 //! | `kip.embedding_naptime`    | `500`      | sighup     | milliseconds between the worker's looks at the embedding backlog |
+//! | `kip.memory_strength_decay` | `0.95`    | user       | factor applied to a link's memory_strength per week of disuse |
 
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
@@ -16,6 +17,7 @@ pub static INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(3600);
 pub static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
 pub static DATABASES: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static EMBEDDING_NAPTIME: GucSetting<i32> = GucSetting::<i32>::new(500);
+pub static MEMORY_STRENGTH_DECAY: GucSetting<f64> = GucSetting::<f64>::new(0.95);
 
 /// Postgres only accepts postmaster-level settings defined while the library
 /// is preloaded; a backend loading kip later (no worker exists then) defines
@@ -75,6 +77,16 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
+    GucRegistry::define_float_guc(
+        c"kip.memory_strength_decay",
+        c"Factor the maintenance cycle applies to a link's metadata.memory_strength per week of disuse.",
+        c"BrainMaintenance Phase 7 (KIP v1.0-RC11): disuse lowers memory_strength, never confidence. Slowly fading links lose half as much; 1 disables the decay.",
+        &MEMORY_STRENGTH_DECAY,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
 }
 
 /// The databases the background workers serve, in order, without repeats.
@@ -94,6 +106,10 @@ pub fn worker_databases() -> Vec<String> {
 
 pub fn batch() -> i64 {
     i64::from(BATCH.get().max(1))
+}
+
+pub fn memory_strength_decay() -> f64 {
+    MEMORY_STRENGTH_DECAY.get().clamp(0.0, 1.0)
 }
 
 pub fn database() -> String {

@@ -83,6 +83,13 @@ fn markdown_files() -> Vec<PathBuf> {
     files.extend(sorted_glob(&PathBuf::from(SHARED).join("seeds"), |n| {
         n.ends_with(".txt")
     }));
+    // KIP v1.0-RC11: the same language, new documents.
+    files.push(PathBuf::from(SHARED).join("reference/rc11/SPECIFICATION.md"));
+    files.push(PathBuf::from(SHARED).join("reference/rc11/KIPSyntax.md"));
+    files.extend(sorted_glob(
+        &PathBuf::from(SHARED).join("reference/rc11/brain"),
+        |n| n.ends_with(".md"),
+    ));
     files
 }
 
@@ -121,12 +128,19 @@ pub fn corpus() -> Vec<(String, Vec<Sample>)> {
         let Ok(text) = std::fs::read_to_string(&f) else {
             continue;
         };
-        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let name = f
+            .strip_prefix(SHARED)
+            .map(|p| p.to_string_lossy().trim_start_matches('/').to_string())
+            .unwrap_or_else(|_| f.file_name().unwrap().to_string_lossy().to_string());
         groups.push((name.clone(), samples_from_markdown(&name, &text)));
     }
     let mut capsules = Vec::new();
     kip_files(
         &PathBuf::from(SHARED).join("reference/capsules-rc10"),
+        &mut capsules,
+    );
+    kip_files(
+        &PathBuf::from(SHARED).join("reference/rc11/capsules"),
         &mut capsules,
     );
     for f in capsules {

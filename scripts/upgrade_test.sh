@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Upgrade test: a database full of kip 0.1.0 memories survives
+# `ALTER EXTENSION kip UPDATE` unchanged, gets the new capsules, still dumps
+# and restores, and ends with the same SQL objects as a fresh install.
+#
+#   1. install the 0.1.0 release script (sql/releases/) next to the current
+#      one; create a 0.1.0 database whose spaces are bootstrapped with the
+#      0.1.0 capsules (tests/upgrade/capsules-0.1.0.kip);
+#   2. write memories in two spaces: higher-order links, an EXPORT page and
+#      its cursor, SleepTasks, a maintenance cycle; an agent's own Experience
+#      type in one space, an Event type an agent reworded in the other, and a
+#      third space whose Experience type cannot be merged;
+#   3. ALTER EXTENSION kip UPDATE (twice), use every space, and check.
+# Runs against the project's cluster (scripts/cluster.sh, ${KIP_PGPORT}).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PORT=${KIP_PGPORT:-54329}
+PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+BIN=$("$PG_CONFIG" --bindir)
+OLD=0.1.0
+NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+DB=kip_upgrade_test
+FRESH=kip_upgrade_fresh
+RESTORED=kip_upgrade_restored
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export PGOPTIONS="-c client_min_messages=warning"
+PSQL=("$BIN/psql" -X -q -h localhost -p "$PORT" -U postgres -v ON_ERROR_STOP=1 -P pager=off)
+q() { "${PSQL[@]}" -d "$1" -tA -c "$2"; }
+fail() { echo "upgrade test FAILED: $*"; exit 1; }
+
+# 1. The 0.1.0 install script beside the current version's.
+EXTDIR=$("$PG_CONFIG" --sharedir)/extension
+if [ -w "$EXTDIR" ]; then install -m 644 "sql/releases/kip--$OLD.sql" "$EXTDIR/"
+else sudo install -m 644 "sql/releases/kip--$OLD.sql" "$EXTDIR/"; fi
+
+for db in $DB $FRESH $RESTORED; do q postgres "DROP DATABASE IF EXISTS $db" >/dev/null; done
+q postgres "CREATE DATABASE $DB" >/dev/null
+q $DB "CREATE EXTENSION kip VERSION '$OLD' CASCADE" >/dev/null
+[ "$(q $DB "SELECT extversion FROM pg_extension WHERE extname = 'kip'")" = "$OLD" ] || fail "0.1.0 not installed"
+
+kip() { # space, command
+  "${PSQL[@]}" -d $DB -tA -v space="$1" -v cmd="$2" <<'SQL'
+SET kip.space = :'space';
+SELECT kip_execute(:'cmd');
+SQL
+}
+must_ok() { local out; out=$(kip "$1" "$2" | tail -1); echo "$out" | grep -q '"result"' || fail "in $1: $2 => $out"; echo "$out"; }
+
+# Spaces bootstrapped by 0.1.0: the row, then its capsules.
+for space in alpha beta gamma; do
+  q $DB "INSERT INTO kip.spaces (name, bootstrapped_at) VALUES ('$space', now())" >/dev/null
+  loaded=$("${PSQL[@]}" -d $DB -tA -v space="$space" -v caps="$(cat tests/upgrade/capsules-0.1.0.kip)" <<'SQL' | tail -1
+SET kip.space = :'space';
+SELECT kip_execute(:'caps') ? 'result';
+SQL
+)
+  [ "$loaded" = t ] || fail "0.1.0 capsules in $space"
+done
+[ "$(q $DB "SELECT count(*) FROM kip.concepts WHERE name IN ('Experience', 'Skill', 'has_step')")" = 0 ] \
+  || fail "the 0.1.0 capsules already hold RC11 types"
+
+# 2. Memories.
+for space in alpha beta; do
+  must_ok $space 'UPSERT {
+    CONCEPT ?ana { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human" } }
+    CONCEPT ?tea { {type: "Preference", name: "green tea"} SET ATTRIBUTES { description: "Prefers green tea", evidence_count: 2 } }
+    CONCEPT ?chat { {type: "Event", name: "chat-1"} SET ATTRIBUTES { event_class: "Conversation", start_time: "2026-01-01T10:00:00Z", content_summary: "talked about tea" }
+      SET PROPOSITIONS { ("involves", ?ana) ("mentions", ?tea) } }
+    CONCEPT ?task { {type: "SleepTask", name: "consolidate chat-1"} SET ATTRIBUTES { target_type: "Event", target_name: "chat-1", requested_action: "consolidate_to_semantic", reason: "new preference", status: "pending", priority: 1 }
+      SET PROPOSITIONS { ("assigned_to", {type: "Person", name: "$system"}) } }
+  } WITH METADATA { source: "upgrade-test", confidence: 0.8, created_at: "2020-01-01T00:00:00Z" }' >/dev/null
+  must_ok $space 'UPSERT { CONCEPT ?ana { {type: "Person", name: "Ana"} SET PROPOSITIONS { ("prefers", {type: "Preference", name: "green tea"}) } } }
+    WITH METADATA { confidence: 0.9, created_at: "2020-01-01T00:00:00Z" }' >/dev/null
+  # A higher-order link: the Event derives the prefers link.
+  must_ok $space 'UPSERT { PROPOSITION ?p { ({type: "Person", name: "Ana"}, "prefers", {type: "Preference", name: "green tea"}) } }' >/dev/null
+  must_ok $space 'UPSERT { CONCEPT ?e { {type: "Event", name: "chat-1"} SET PROPOSITIONS { ("consolidated_to", ({type: "Person", name: "Ana"}, "prefers", {type: "Preference", name: "green tea"})) } } }' >/dev/null
+done
+# The agent's own schema changes.
+must_ok alpha 'UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Event"} SET ATTRIBUTES { description: "Something that happened (reworded by the agent)." } } }' >/dev/null
+must_ok beta 'UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Experience"} SET ATTRIBUTES {
+    description: "An agent-defined experience type.", mood: "curious",
+    instance_schema: { "goal": { "type": "string", "description": "agent wording" }, "rating": { "type": "number" } } }
+  SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } } }' >/dev/null
+must_ok gamma 'UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Experience"} SET ATTRIBUTES {
+    description: "A type that cannot be merged.", instance_schema: { "goal": "free text" } } } }' >/dev/null
+q $DB "SELECT kip_maintenance('*')" >/dev/null
+page1=$(must_ok alpha 'EXPORT ?t WHERE { ?t {type: "Person"} } LIMIT 2')
+cursor=$(echo "$page1" | sed -n 's/.*"next_cursor": "\([^"]*\)".*/\1/p')
+[ -n "$cursor" ] || fail "no EXPORT cursor"
+page2_before=$(must_ok alpha "EXPORT ?t WHERE { ?t {type: \"Person\"} } LIMIT 2 CURSOR \"$cursor\"")
+
+# Everything, before.
+"${PSQL[@]}" -d $DB <<'SQL'
+CREATE SCHEMA upgrade_check;
+CREATE TABLE upgrade_check.concepts AS SELECT id, space, type, name, attributes, metadata, version, created_at, updated_at FROM kip.concepts;
+CREATE TABLE upgrade_check.propositions AS SELECT id, space, subject, predicate, object, attributes, metadata, version, created_at, updated_at FROM kip.propositions;
+CREATE TABLE upgrade_check.spaces AS SELECT * FROM kip.spaces;
+CREATE TABLE upgrade_check.log AS SELECT * FROM kip.maintenance_log;
+SQL
+snapshot() {
+  q $DB "SELECT c::text FROM (SELECT id, space, type, name, attributes, metadata, version, created_at, updated_at FROM kip.concepts) c ORDER BY id" > "$1"
+  q $DB "SELECT p::text FROM (SELECT id, space, subject, predicate, object, attributes, metadata, version, created_at, updated_at FROM kip.propositions) p ORDER BY id" >> "$1"
+  q $DB "SELECT s::text FROM (SELECT name, created_at, bootstrapped_at FROM kip.spaces) s ORDER BY name" >> "$1"
+  q $DB "SELECT l::text FROM kip.maintenance_log l ORDER BY id" >> "$1"
+}
+snapshot "$TMP/before"
+
+# 3. The upgrade, twice.
+q $DB "ALTER EXTENSION kip UPDATE" >/dev/null
+q $DB "ALTER EXTENSION kip UPDATE" >/dev/null
+[ "$(q $DB "SELECT extversion FROM pg_extension WHERE extname = 'kip'")" = "$NEW" ] || fail "not at $NEW after the update"
+snapshot "$TMP/after"
+diff -u "$TMP/before" "$TMP/after" >/dev/null || { diff -u "$TMP/before" "$TMP/after" | head -20; fail "ALTER EXTENSION changed stored data"; }
+[ "$(q $DB "SELECT string_agg(name || '=' || capsule_level, ',' ORDER BY name) FROM kip.spaces")" = "alpha=1,beta=1,gamma=1" ] \
+  || fail "existing spaces are not at capsule level 1"
+echo "ALTER EXTENSION kip UPDATE $OLD -> $NEW (twice): every element, version and timestamp unchanged"
+
+# First use after the upgrade: alpha and beta are upgraded; gamma is refused
+# with a warning naming the capsule, and stays as it was.
+must_ok alpha 'FIND(?p) WHERE { ?p {type: "Person"} } LIMIT 1' >/dev/null
+q $DB "SELECT kip_maintenance('beta')" >/dev/null
+gamma_before=$(q $DB "SELECT jsonb_agg(to_jsonb(c) - 'embedding' ORDER BY id) FROM kip.concepts c WHERE space = 'gamma'")
+warning=$(PGOPTIONS="-c client_min_messages=warning" kip gamma 'FIND(?p) WHERE { ?p {type: "Person"} } LIMIT 1' 2>&1 >/dev/null || true)
+echo "$warning" | grep -q 'capsule Experience.kip cannot be applied to memory space \\"gamma\\"' || fail "no warning naming the capsule: $warning"
+echo "$warning" | grep -q 'instance_schema.goal' || fail "the warning does not name the attribute: $warning"
+[ "$(q $DB "SELECT jsonb_agg(to_jsonb(c) - 'embedding' ORDER BY id) FROM kip.concepts c WHERE space = 'gamma'")" = "$gamma_before" ] \
+  || fail "a refused capsule upgrade changed space gamma"
+report=$(q $DB "SELECT kip_maintenance('gamma') -> 'capsules'")
+echo "$report" | grep -q 'Experience.kip' || fail "maintenance does not report the refused capsule: $report"
+[ "$(q $DB "SELECT string_agg(name || '=' || capsule_level, ',' ORDER BY name) FROM kip.spaces")" = "alpha=2,beta=2,gamma=1" ] \
+  || fail "capsule levels after first use: $(q $DB "SELECT string_agg(name || '=' || capsule_level, ',' ORDER BY name) FROM kip.spaces")"
+
+"${PSQL[@]}" -d $DB -tA >"$TMP/checks" <<'SQL'
+-- Memories (everything but schema nodes) are untouched.
+SELECT 'changed memory concept ' || o.id FROM upgrade_check.concepts o
+LEFT JOIN kip.concepts n ON n.id = o.id
+WHERE o.type NOT IN ('$ConceptType', '$PropositionType', 'Domain')
+  AND (n.id IS NULL OR (n.space, n.type, n.name, n.attributes, n.metadata, n.version, n.created_at, n.updated_at)
+       IS DISTINCT FROM (o.space, o.type, o.name, o.attributes, o.metadata, o.version, o.created_at, o.updated_at));
+SELECT 'changed link ' || o.id FROM upgrade_check.propositions o
+LEFT JOIN kip.propositions n ON n.id = o.id
+WHERE n.id IS NULL OR (n.space, n.subject, n.predicate, n.object, n.attributes, n.metadata, n.version, n.created_at, n.updated_at)
+       IS DISTINCT FROM (o.space, o.subject, o.predicate, o.object, o.attributes, o.metadata, o.version, o.created_at, o.updated_at);
+-- Schema nodes only gain: every attribute they held is still there, metadata as it was.
+SELECT 'schema node lost something ' || o.id || ' ' || o.name FROM upgrade_check.concepts o
+LEFT JOIN kip.concepts n ON n.id = o.id
+WHERE o.type IN ('$ConceptType', '$PropositionType', 'Domain')
+  AND (n.id IS NULL OR NOT n.attributes @> o.attributes OR n.metadata IS DISTINCT FROM o.metadata
+       OR n.created_at <> o.created_at OR (n.attributes = o.attributes AND n.version <> o.version));
+SELECT 'spaces changed' FROM upgrade_check.spaces o JOIN kip.spaces n USING (name)
+WHERE (n.created_at, n.bootstrapped_at) IS DISTINCT FROM (o.created_at, o.bootstrapped_at);
+SELECT 'maintenance log changed ' || o.id FROM upgrade_check.log o LEFT JOIN kip.maintenance_log n USING (id)
+WHERE n IS NULL OR n::text <> o::text;
+-- The new capsules are present in the upgraded spaces.
+SELECT 'missing ' || s || ' ' || t FROM unnest(ARRAY['alpha', 'beta']) s,
+  unnest(ARRAY['Experience', 'ExperienceStep', 'Skill']) t
+WHERE NOT EXISTS (SELECT 1 FROM kip.concepts WHERE space = s AND type = '$ConceptType' AND name = t);
+SELECT 'missing ' || s || ' ' || t FROM unnest(ARRAY['alpha', 'beta']) s,
+  unnest(ARRAY['caused_by', 'compiled_to', 'consolidated_to', 'derived_from', 'derived_insight', 'has_step', 'involves', 'mentions']) t
+WHERE NOT EXISTS (SELECT 1 FROM kip.concepts WHERE space = s AND type = '$PropositionType' AND name = t);
+SELECT 'involves does not take Experiences in ' || space FROM kip.concepts
+WHERE space IN ('alpha', 'beta') AND type = '$PropositionType' AND name = 'involves'
+  AND NOT attributes -> 'subject_types' @> '["Event", "Experience"]';
+-- The agent's wording and attributes survive, the capsule's fields are added.
+SELECT 'agent Event wording lost' WHERE NOT EXISTS (SELECT 1 FROM kip.concepts WHERE space = 'alpha' AND name = 'Event'
+  AND type = '$ConceptType' AND attributes ->> 'description' = 'Something that happened (reworded by the agent).');
+SELECT 'agent Experience not merged: ' || attributes::text FROM kip.concepts
+WHERE space = 'beta' AND type = '$ConceptType' AND name = 'Experience'
+  AND NOT (attributes ->> 'description' = 'An agent-defined experience type.' AND attributes ->> 'mood' = 'curious'
+           AND attributes #>> '{instance_schema,goal,description}' = 'agent wording'
+           AND attributes #>> '{instance_schema,goal,is_required}' = 'true'
+           AND attributes #> '{instance_schema}' ? 'rating' AND attributes #> '{instance_schema}' ? 'experience_class');
+SQL
+[ ! -s "$TMP/checks" ] || { cat "$TMP/checks"; fail "upgraded data"; }
+page2_after=$(must_ok alpha "EXPORT ?t WHERE { ?t {type: \"Person\"} } LIMIT 2 CURSOR \"$cursor\"")
+[ "$(echo "$page2_before" | sed 's/"next_cursor": "[^"]*"//')" = "$(echo "$page2_after" | sed 's/"next_cursor": "[^"]*"//')" ] \
+  || fail "an EXPORT cursor taken before the upgrade returns another page"
+# Idempotent: using the spaces again changes nothing.
+v1=$(q $DB "SELECT sum(version) FROM kip.concepts WHERE space IN ('alpha', 'beta')")
+must_ok beta 'FIND(?p) WHERE { ?p {type: "Person"} } LIMIT 1' >/dev/null
+q $DB "SELECT kip_maintenance('alpha')" >/dev/null
+[ "$(q $DB "SELECT sum(version) FROM kip.concepts WHERE space IN ('alpha', 'beta')")" = "$v1" ] || fail "a second use changed versions"
+echo "first use: the RC11 capsules merged into alpha and beta without loss; gamma refused, unchanged, with a warning naming Experience.kip"
+
+# pg_dump / pg_restore of the upgraded database.
+q $DB "DROP SCHEMA upgrade_check CASCADE" >/dev/null
+snapshot "$TMP/dumped"
+"$BIN/pg_dump" -h localhost -p "$PORT" -U postgres -Fc -f "$TMP/db.dump" $DB
+q postgres "CREATE DATABASE $RESTORED" >/dev/null
+"$BIN/pg_restore" -h localhost -p "$PORT" -U postgres -d $RESTORED --exit-on-error "$TMP/db.dump"
+DB_SAVE=$DB; DB=$RESTORED; snapshot "$TMP/restored"; DB=$DB_SAVE
+diff -u "$TMP/dumped" "$TMP/restored" >/dev/null || { diff -u "$TMP/dumped" "$TMP/restored" | head -20; fail "pg_restore differs"; }
+[ "$(q $RESTORED "SELECT extversion FROM pg_extension WHERE extname = 'kip'")" = "$NEW" ] || fail "restored version"
+echo "pg_dump / pg_restore of the upgraded database: identical"
+
+# The same SQL objects as a fresh install.
+q postgres "CREATE DATABASE $FRESH" >/dev/null
+q $FRESH "CREATE EXTENSION kip CASCADE" >/dev/null
+"${PSQL[@]}" -d $FRESH -tA -f tests/upgrade/schema_signature.sql > "$TMP/schema-fresh"
+"${PSQL[@]}" -d $DB -tA -f tests/upgrade/schema_signature.sql > "$TMP/schema-upgraded"
+if ! diff -u "$TMP/schema-fresh" "$TMP/schema-upgraded" > "$TMP/schema.diff"; then
+  cat "$TMP/schema.diff"
+  fail "the schema of $OLD + ALTER EXTENSION kip UPDATE differs from a fresh $NEW install (- fresh, + upgraded): add the change to sql/kip--$OLD--$NEW.sql"
+fi
+echo "schema of $OLD + update = schema of a fresh $NEW install ($(wc -l < "$TMP/schema-fresh") catalog lines)"
+
+for db in $DB $FRESH $RESTORED; do q postgres "DROP DATABASE IF EXISTS $db" >/dev/null; done
+echo "upgrade test passed"
