@@ -36,6 +36,13 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
         }
+        // "regular expression is too complex" (REG_ETOOBIG) is Postgres's
+        // size limit on the compiled automaton, not a syntax error: a
+        // resource limit like the other program limits above.
+        ERRCODE_INVALID_REGULAR_EXPRESSION if message.contains("too complex") => {
+            KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
+                .with_hint("Simplify the pattern given to REGEX (fewer nested or bounded repetitions).")
+        }
         ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, format!("invalid regular expression: {message}"))
             .with_hint("Fix the pattern given to REGEX (POSIX regular expression syntax)."),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {

@@ -25,7 +25,7 @@
 //! run still prints them as skipped). Uses (and recreates) the database
 //! `kip_reliability_fuzz`.
 
-use kip_integration_tests::reliability::{call, connect_db, drop_database, env_u64, fresh_database, wait_until_up, Call, Rng, ServerLog, Tally};
+use kip_integration_tests::reliability::{call, call_sql, connect_db, drop_database, env_u64, fresh_database, wait_until_up, Call, Rng, ServerLog, Tally};
 use kip_integration_tests::shared_dir;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -104,6 +104,9 @@ fn file_seeds() -> Vec<(String, Value)> {
     out
 }
 
+/// No NUL anywhere in generated text or parameters: Postgres refuses it in
+/// `text` and `jsonb` when binding the call, before kip_execute runs. (A
+/// `\u0000` escape inside a KIP string literal is still generated.)
 const TOKENS: &[&str] = &[
     "FIND", "WHERE", "FILTER", "OPTIONAL", "NOT", "UNION", "ORDER BY", "ASC", "DESC", "LIMIT", "CURSOR", "COUNT", "DISTINCT",
     "UPSERT", "CONCEPT", "PROPOSITION", "SET ATTRIBUTES", "SET PROPOSITIONS", "WITH METADATA", "EXPECT VERSION", "UPDATE",
@@ -111,7 +114,7 @@ const TOKENS: &[&str] = &[
     "THRESHOLD", "EXPORT", "IN", "IS_NULL", "CONTAINS", "REGEX", "ADD", "MUL", "CLAMP", "COALESCE", "?x", "?a", ":p", ":n",
     ":", "\"s\"", "\"", "\\", "\\u", "{", "}", "(", ")", "[", "]", ",", "|", "||", "&&", "!", "==", "<=", ".",
     ".attributes", ".metadata.k", ".metadata._version", "{1,3}", "{0,}", "{1,}", "-1", "0", "1e999", "9223372036854775808",
-    "0.5", "true", "null", "//", "\n", " ", "é", "😀", "\u{0}", "id:", "type:", "name:", "\"C:1\"", "\"P:1:fuzz_link\"",
+    "0.5", "true", "null", "//", "\n", " ", "é", "😀", "\u{1}", "id:", "type:", "name:", "\"C:1\"", "\"P:1:fuzz_link\"",
     "\"$self\"", "\"$ConceptType\"", "\"CoreSchema\"", "\"Domain\"",
 ];
 
@@ -123,7 +126,7 @@ fn hostile_value(rng: &mut Rng, depth: usize) -> Value {
         2 => json!(*rng.pick(&[0i64, -1, 1, i64::MAX, i64::MIN, 2147483648, -2147483649])),
         3 => json!(*rng.pick(&[0.5f64, -0.0, 1e308, -1e308, 5e-324])),
         4 => json!(*rng.pick(&["", " ", "a", "Fuzz", "$self", "$ConceptType", "CoreSchema", "fuzz_link", "C:1", "P:1:x", "C:+5", "C:007"])),
-        5 => json!(*rng.pick(&["'; DROP TABLE kip.concepts; --", "\\", "\"", "$1", "%", "_", "\u{0}x", "\u{FEFF}", "é😀", "(a+)+$", "[", "(?=x)"])),
+        5 => json!(*rng.pick(&["'; DROP TABLE kip.concepts; --", "\\", "\"", "$1", "%", "_", "\u{1}x", "\u{FEFF}", "é😀", "(a+)+$", "[", "(?=x)"])),
         6 => json!("x".repeat(*rng.pick(&[255usize, 1000, 2001, 65_536]))),
         7 => json!(*rng.pick(&["azE6MzoyNmY4MWRiNzljM2UxMDA5", "!!!", "AAAA", "azE6LTE6MDAwMDAwMDAwMDAwMDAwMA"])),
         8 => json!(*rng.pick(&["NaN", "Infinity", "2026-13-45T25:61:00Z", "1e999"])),
@@ -201,7 +204,7 @@ fn mutate(rng: &mut Rng, seed: &str) -> String {
                 let end = (at..len).find(|&i| !chars[i].is_alphanumeric()).unwrap_or(len);
                 chars.splice(at..end, t);
             }
-            _ => chars.insert(at, char::from_u32(rng.below(0x3000) as u32).unwrap_or('x')),
+            _ => chars.insert(at, char::from_u32(1 + rng.below(0x3000) as u32).unwrap_or('x')),
         }
     }
     chars.into_iter().collect()
@@ -305,6 +308,7 @@ fn mutate_params(rng: &mut Rng, command: &str, base: &Value) -> Value {
 struct Figures {
     by_class: Tally,
     outcomes: Tally,
+    hostile: Tally,
     findings: Vec<String>,
     lost: u64,
 }
@@ -335,6 +339,10 @@ fn run_one(c: &mut postgres::Client, input: &Input) -> Call {
             }
         };
     }
+    if input.class == "search_path" {
+        // Nothing is on the search path: the call itself is qualified.
+        return call_sql(c, "SELECT public.kip_execute($1::text, $2::jsonb)", &input.command, &input.params);
+    }
     call(c, &input.command, &input.params)
 }
 
@@ -360,6 +368,14 @@ fn worker(t: usize, cases: u64, seed: u64, timeout_ms: u64, seeds: Arc<Vec<(Stri
         f.by_class.add(input.class);
         let out = run_one(&mut c, &input);
         let repro = || format!("class {}: settings {:?}, command {:?}, parameters {}", input.class, input.settings, short(&input.command), short(&input.params.to_string()));
+        if HOSTILE.contains(&input.class) {
+            let label = match &out {
+                Call::Envelope(_) => out.code().unwrap_or("result").to_string(),
+                Call::SqlError { sqlstate, .. } => format!("SQL {sqlstate}"),
+                Call::Lost(_) => "connection lost".into(),
+            };
+            f.hostile.add(&format!("{} -> {label}", input.class));
+        }
         match &out {
             Call::Envelope(_) => f.outcomes.add(out.code().unwrap_or("result")),
             Call::SqlError { sqlstate, message } => {
@@ -406,16 +422,14 @@ fn main() {
         let depth = env_u64("KIP_FUZZ_CHAIN", 20_000) as i64;
         setup
             .batch_execute(&format!(
-                "DO $$
-                 DECLARE prev bigint; a bigint; b bigint; sp text := current_setting('kip.space');
-                 BEGIN
-                   SELECT id INTO a FROM kip.concepts WHERE type = 'Fuzz' AND name = 'a' AND space = sp;
-                   SELECT id INTO b FROM kip.concepts WHERE type = 'Fuzz' AND name = 'b' AND space = sp;
-                   INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept) VALUES (sp, a, 'fuzz_chain', b) RETURNING id INTO prev;
-                   FOR i IN 1..{depth} LOOP
-                     INSERT INTO kip.propositions (space, subject_link, predicate, object_concept) VALUES (sp, prev, 'fuzz_chain', b) RETURNING id INTO prev;
-                   END LOOP;
-                 END $$"
+                "WITH ends AS (
+                   SELECT (SELECT id FROM kip.concepts WHERE type = 'Fuzz' AND name = 'a') AS a,
+                          (SELECT id FROM kip.concepts WHERE type = 'Fuzz' AND name = 'b') AS b),
+                 ids AS (SELECT i, nextval('kip.element_id_seq') AS id FROM generate_series(0, {depth}) i)
+                 INSERT INTO kip.propositions (id, space, subject_concept, subject_link, predicate, object_concept)
+                 SELECT id, current_setting('kip.space'), CASE WHEN i = 0 THEN a END,
+                        lag(id) OVER (ORDER BY i), 'fuzz_chain', b
+                   FROM ids, ends ORDER BY i"
             ))
             .expect("build the chain of links about links");
     }
@@ -449,12 +463,14 @@ fn main() {
     for f in all.lock().unwrap().iter() {
         figures.by_class.merge(&f.by_class);
         figures.outcomes.merge(&f.outcomes);
+        figures.hostile.merge(&f.hostile);
         figures.findings.extend(f.findings.iter().cloned());
         figures.lost += f.lost;
     }
     println!("fuzz: {} inputs in {:.1}s ({:.0}/s)", figures.by_class.total(), elapsed.as_secs_f64(), figures.by_class.total() as f64 / elapsed.as_secs_f64());
     println!("fuzz: inputs by class: {}", figures.by_class);
     println!("fuzz: outcomes: {}", figures.outcomes);
+    println!("fuzz: hostile inputs: {}", figures.hostile);
     let crashes = log.crash_lines();
     println!("fuzz: non-envelope errors {}, lost connections {}, crash lines in the server log {}", figures.findings.len() as u64 - figures.lost, figures.lost, crashes.len());
     if figures.findings.is_empty() && crashes.is_empty() {

@@ -62,6 +62,7 @@ fn cases() -> Vec<Case> {
         c("back-references ^(a+)\\1+(a+)\\2+$", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, :re)) }"#, json!({"re": "^(a+)\\1+(a+)\\2+(a+)\\3+c$"}), false),
         c("counted repetition (.*a){30}", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, :re)) }"#, json!({"re": "(.*a){30}c"}), false),
         c("huge bounded repetition", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, :re)) }"#, json!({"re": "((a{1,100}){1,100}){1,100}c"}), false),
+        c("huge bounded repetition, literal", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, "((a{1,100}){1,100}){1,100}c")) }"#, json!({}), false),
         c("regex over an open walk", r#"FIND(?b.name) WHERE { ?a {type: "Node"} (?a, "link"{1,}, ?b) FILTER(REGEX(?b.attributes.text, :re)) } LIMIT 999999999"#, json!({"re": "(a+)+c$"}), true),
     ]
 }

@@ -90,7 +90,13 @@ impl Call {
 
 /// `kip_execute(command, parameters)`, never panicking.
 pub fn call(client: &mut Client, command: &str, params: &Value) -> Call {
-    match client.query_one("SELECT kip_execute($1::text, $2::jsonb)", &[&command, params]) {
+    call_sql(client, "SELECT kip_execute($1::text, $2::jsonb)", command, params)
+}
+
+/// Like [`call`], with the SQL of the call given (`$1` command, `$2`
+/// parameters), e.g. schema-qualified under `search_path = ''`.
+pub fn call_sql(client: &mut Client, sql: &str, command: &str, params: &Value) -> Call {
+    match client.query_one(sql, &[&command, params]) {
         Ok(row) => {
             let v: Value = row.get(0);
             let is_envelope = v.is_object()
