@@ -106,9 +106,10 @@ fn found(db: &str) -> BTreeMap<String, (i64, i64)> {
 }
 
 /// Checks the ledger against the database; returns failures.
-fn verify(part: &str, ledger: &Ledger, must_be_absent: &BTreeSet<String>) -> Vec<String> {
+fn verify(part: &str, prefix: &str, ledger: &Ledger, must_be_absent: &BTreeSet<String>) -> Vec<String> {
     let mut failures = Vec::new();
-    let present = found(DB);
+    // This part's capsules (tags start with its prefix).
+    let present: BTreeMap<String, (i64, i64)> = found(DB).into_iter().filter(|(t, _)| t.starts_with(prefix)).collect();
     let mut in_flight_committed = 0;
     for (tag, (concepts, links)) in &present {
         let Some(&size) = ledger.sizes.get(tag) else {
@@ -297,7 +298,7 @@ fn main() {
     for round in 0..rounds {
         failures.extend(kill_round(round, large, &mut ledger, &mut killed));
     }
-    failures.extend(verify("kill -9", &ledger, &killed));
+    failures.extend(verify("kill -9", "k", &ledger, &killed));
     let lines = log.crash_lines();
     let sigkills = lines.iter().filter(|l| l.contains("terminated by signal 9")).count();
     if sigkills < killed.len() {
@@ -313,7 +314,7 @@ fn main() {
     for round in 0..rounds {
         failures.extend(stop_round(round, clients, stream_ms, &mut ledger2));
     }
-    failures.extend(verify("immediate stop", &ledger2, &BTreeSet::new()));
+    failures.extend(verify("immediate stop", "s", &ledger2, &BTreeSet::new()));
     for l in log.crash_lines().iter().filter(|l| l.contains("terminated by")) {
         failures.push(format!("unexpected crash: {l}"));
     }
