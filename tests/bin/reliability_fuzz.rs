@@ -20,7 +20,9 @@
 //!
 //! `KIP_FUZZ_CASES` (default 100,000), `KIP_FUZZ_CLIENTS` (default 2),
 //! `KIP_FUZZ_SEED`, `KIP_FUZZ_TIMEOUT_MS` (statement_timeout of the fuzz
-//! sessions, default 5000), and `KIP_FUZZ_SKIP`: a comma-separated list of
+//! sessions, default 5000), `KIP_FUZZ_HOSTILE_REPEAT` (inputs of each
+//! hostile class per session, default 3), `KIP_FUZZ_CHAIN` (length of the
+//! chain of links about links, default 20,000), and `KIP_FUZZ_SKIP`: a comma-separated list of
 //! classes not to generate, for hostile inputs whose fix is not in yet (the
 //! run still prints them as skipped). Uses (and recreates) the database
 //! `kip_reliability_fuzz`.
@@ -32,6 +34,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const DB: &str = "kip_reliability_fuzz";
+
+/// External id of the last link of the chain of links about links.
+static CHAIN_END: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Classes of hostile inputs, generated a few times per run each (they are
 /// expensive), unless listed in KIP_FUZZ_SKIP.
@@ -228,7 +233,13 @@ fn generate(rng: &mut Rng, seeds: &[(String, Value)], hostile: Option<&'static s
                 let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
                 Input { class, settings: vec![format!("SELECT set_config('kip.fuzz_deep', '{deep}', false)")], command: r#"UPSERT { CONCEPT ?c { {type: "Fuzz", name: "deep"} SET ATTRIBUTES { v: :v } } }"#.into(), params: json!({"v": "__deep__"}) }
             }
-            "long_name" => plain(class, r#"UPSERT { CONCEPT ?c { {type: "Fuzz", name: :n} } }"#.into(), json!({"n": "n".repeat(*rng.pick(&[3_000usize, 10_000, 100_000]))})),
+            "long_name" => {
+                // Random hex, so the index entry cannot be compressed under
+                // the btree row limit.
+                let len = *rng.pick(&[3_000usize, 10_000, 100_000]);
+                let name: String = (0..len).map(|_| char::from_digit(rng.below(16) as u32, 16).unwrap()).collect();
+                plain(class, r#"UPSERT { CONCEPT ?c { {type: "Fuzz", name: :n} } }"#.into(), json!({"n": name}))
+            }
             "long_description" => {
                 // Many distinct words: the tsvector of the generated column
                 // has a 1 MB limit.
@@ -240,7 +251,14 @@ fn generate(rng: &mut Rng, seeds: &[(String, Value)], hostile: Option<&'static s
                 let clauses: String = (0..10_000).map(|i| format!("?v{i} {{type: \"Fuzz\"}} ")).collect();
                 plain(class, format!("FIND(?v0) WHERE {{ {clauses}}}"), json!({}))
             }
-            "export_chain" => plain(class, r#"EXPORT ?l WHERE { ?l (?s, "fuzz_chain", ?o) } LIMIT 5"#.into(), json!({})),
+            // The last link of the chain: exporting it reaches every link.
+            // Loading the chain takes one query per level: a longer budget.
+            "export_chain" => Input {
+                class,
+                settings: vec!["SET statement_timeout = 120000".into()],
+                command: r#"EXPORT ?l WHERE { ?l (id: :last) }"#.into(),
+                params: json!({"last": CHAIN_END.get().cloned().unwrap_or_default()}),
+            },
             "forged_cursor" => {
                 let forged = *rng.pick(&["azE6OTIyMzM3MjAzNjg1NDc3NTgwNzowMDAwMDAwMDAwMDAwMDAw", "azE6LTE6MDAwMDAwMDAwMDAwMDAwMA", "azE6OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5OmZmZmZmZmZmZmZmZmZmZmY"]);
                 plain(class, r#"FIND(?a.name) WHERE { ?a {type: "Fuzz"} } LIMIT 1 CURSOR :c"#.into(), json!({"c": forged}))
@@ -355,13 +373,13 @@ fn short(s: &str) -> String {
     }
 }
 
-fn worker(t: usize, cases: u64, seed: u64, timeout_ms: u64, seeds: Arc<Vec<(String, Value)>>, hostile: Vec<&'static str>) -> Figures {
+fn worker(t: usize, cases: u64, seed: u64, timeout_ms: u64, seeds: Arc<Vec<(String, Value)>>, hostile: Vec<&'static str>, repeat: u64) -> Figures {
     let mut rng = Rng(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
     let mut f = Figures::default();
     let mut c = session(timeout_ms);
     // Hostile inputs are expensive: each class a few times per run, spread
     // over the run.
-    let every = (cases / (hostile.len().max(1) as u64 * 3)).max(1);
+    let every = (cases / (hostile.len().max(1) as u64 * repeat.max(1))).max(1);
     for i in 0..cases {
         let h = (!hostile.is_empty() && i % every == every / 2).then(|| hostile[((i / every) as usize) % hostile.len()]);
         let input = generate(&mut rng, &seeds, h);
@@ -377,6 +395,16 @@ fn worker(t: usize, cases: u64, seed: u64, timeout_ms: u64, seeds: Arc<Vec<(Stri
             f.hostile.add(&format!("{} -> {label}", input.class));
         }
         match &out {
+            // KIP_4003 is a Postgres error the engine did not anticipate,
+            // only wrapped in an envelope: a finding too.
+            Call::Envelope(e) if out.code() == Some("KIP_4003") => {
+                f.outcomes.add("KIP_4003");
+                f.findings.push(format!("internal error KIP_4003 {}\n    {}", short(&e["error"]["message"].to_string()), repro()));
+            }
+            Call::Envelope(e) if input.class == "limit_zero" && e["result"].as_array().is_some_and(|r| !r.is_empty()) => {
+                f.outcomes.add("result");
+                f.findings.push(format!("LIMIT 0 returned rows: {}\n    {}", short(&e.to_string()), repro()));
+            }
             Call::Envelope(_) => f.outcomes.add(out.code().unwrap_or("result")),
             Call::SqlError { sqlstate, message } => {
                 f.outcomes.add(&format!("SQL {sqlstate}"));
@@ -401,6 +429,7 @@ fn main() {
     let clients = env_u64("KIP_FUZZ_CLIENTS", 2) as usize;
     let seed = env_u64("KIP_FUZZ_SEED", 9_090_909);
     let timeout_ms = env_u64("KIP_FUZZ_TIMEOUT_MS", 5_000);
+    let repeat = env_u64("KIP_FUZZ_HOSTILE_REPEAT", 3);
     let skip: Vec<String> = std::env::var("KIP_FUZZ_SKIP").unwrap_or_default().split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
     for s in &skip {
         assert!(HOSTILE.contains(&s.as_str()), "KIP_FUZZ_SKIP: unknown class {s:?} (classes: {})", HOSTILE.join(", "));
@@ -432,6 +461,8 @@ fn main() {
                    FROM ids, ends ORDER BY i"
             ))
             .expect("build the chain of links about links");
+        let last: i64 = setup.query_one("SELECT max(id) FROM kip.propositions WHERE predicate = 'fuzz_chain'", &[]).expect("chain end").get(0);
+        CHAIN_END.set(format!("P:{last}:fuzz_chain")).unwrap();
     }
     let mut seeds = builtin_seeds();
     seeds.extend(file_seeds());
@@ -450,7 +481,7 @@ fn main() {
             let (seeds, all, hostile) = (seeds.clone(), all.clone(), hostile.clone());
             let n = if t == 0 { cases - per * (clients as u64 - 1) } else { per };
             std::thread::spawn(move || {
-                let f = worker(t, n, seed, timeout_ms, seeds, hostile);
+                let f = worker(t, n, seed, timeout_ms, seeds, hostile, repeat);
                 all.lock().unwrap().push(f);
             })
         })
@@ -472,7 +503,7 @@ fn main() {
     println!("fuzz: outcomes: {}", figures.outcomes);
     println!("fuzz: hostile inputs: {}", figures.hostile);
     let crashes = log.crash_lines();
-    println!("fuzz: non-envelope errors {}, lost connections {}, crash lines in the server log {}", figures.findings.len() as u64 - figures.lost, figures.lost, crashes.len());
+    println!("fuzz: findings {} (non-envelope errors, KIP_4003, LIMIT 0 rows), lost connections {}, crash lines in the server log {}", figures.findings.len() as u64 - figures.lost, figures.lost, crashes.len());
     if figures.findings.is_empty() && crashes.is_empty() {
         drop_database(DB);
         println!("fuzz: passed");
