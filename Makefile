@@ -6,7 +6,9 @@
 #   make test   set up the machine, then run every test suite
 #   make stop   stop the gateway and the local cluster
 #   make bench  run the benchmarks (prints figures)
-#   make soak   gateway load test: 64 clients x 30 s, Postgres restart under load
+#   make soak   gateway load test: 64 clients x 30 s, Postgres restart under load;
+#               reliability suites in full: 16-client load for 60 s,
+#               pathological queries, 100,000 fuzz inputs through SQL, crashes
 
 PG_MAJOR   ?= 15
 PG_CONFIG  ?= /usr/bin/pg_config
@@ -49,6 +51,7 @@ bench: install
 soak: install
 	@bash scripts/cluster.sh start
 	@bash scripts/gateway_test.sh soak
+	@bash scripts/reliability.sh soak
 
 clean: stop
 	cargo clean

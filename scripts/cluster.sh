@@ -6,6 +6,9 @@
 #   scripts/cluster.sh start    initdb if needed, start if not running
 #   scripts/cluster.sh stop     stop if running
 #   scripts/cluster.sh status
+#   scripts/cluster.sh crash    stop -m immediate: no shutdown checkpoint, the
+#                               next start replays the WAL as after a power
+#                               loss (crash tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -66,9 +69,17 @@ CONF
       echo "kip cluster not running"
     fi
     ;;
+  crash)
+    if running; then
+      as_postgres "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null
+      echo "kip cluster stopped (immediate)"
+    else
+      echo "kip cluster not running"
+    fi
+    ;;
   restart)
     "$0" stop; "$0" start ;;
   status)
     if running; then echo "running on port $PORT"; else echo "stopped"; exit 3; fi ;;
-  *) echo "usage: $0 start|stop|restart|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|crash|restart|status" >&2; exit 2 ;;
 esac

@@ -24,6 +24,9 @@ use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashSet};
 
+/// Attempts at reading a consistent page when concurrent deletes race it.
+const EXPORT_ATTEMPTS: u32 = 4;
+
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Export(export) = command else {
         return Err(KipError::new(ErrorCode::InternalError, "EXPORT executor called with another command"));
@@ -34,10 +37,21 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         Some(token) => cursor::decode(&shape, &token)?,
         None => 0,
     };
-    let page = select_page(&export.where_clauses, &export.target, ctx, offset, limit)?;
-    let loaded = load_closure(ctx, &page.ids)?;
-    let capsule = Capsule::new(&page.ids, &loaded)?;
-    let upsert = capsule.build(&page.ids)?;
+    // Under READ COMMITTED each query of the page and of its closure sees
+    // its own snapshot, so a concurrent DELETE can remove an element between
+    // them ("vanished"). Starting over from the page query sees the graph
+    // after that delete; a few attempts make the race practically harmless.
+    let mut attempt = 0;
+    let (page, upsert) = loop {
+        attempt += 1;
+        let page = select_page(&export.where_clauses, &export.target, ctx, offset, limit)?;
+        let loaded = load_closure(ctx, &page.ids)?;
+        match Capsule::new(&page.ids, &loaded).and_then(|capsule| capsule.build(&page.ids)) {
+            Ok(upsert) => break (page, upsert),
+            Err(e) if e.code == ErrorCode::InternalError && attempt < EXPORT_ATTEMPTS => continue,
+            Err(e) => return Err(e),
+        }
+    };
     let (concepts, propositions) = count(&upsert);
     let text = kip_lang::print(&Script { commands: vec![Command::Upsert(upsert)] });
     Ok(Outcome {

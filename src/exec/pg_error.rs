@@ -51,6 +51,21 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
         }
+        // A write that resolved its endpoints, then lost one to a DELETE
+        // committed by another session before its INSERT: the referenced
+        // element no longer exists.
+        ERRCODE_FOREIGN_KEY_VIOLATION => KipError::new(ErrorCode::NotFound, format!("a referenced element was deleted concurrently: {message}"))
+            .with_hint("Another writer deleted an element this command refers to; check it with FIND and retry."),
+        // Arithmetic past the range of a number (ADD/MUL of huge values).
+        ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE => KipError::new(ErrorCode::ResourceExhausted, format!("number out of range: {message}"))
+            .with_hint("Keep numeric values and their arithmetic within double precision range."),
+        // "regular expression is too complex" (REG_ETOOBIG) is Postgres's
+        // size limit on the compiled automaton, not a syntax error: a
+        // resource limit like the other program limits above.
+        ERRCODE_INVALID_REGULAR_EXPRESSION if message.contains("too complex") => {
+            KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
+                .with_hint("Simplify the pattern given to REGEX (fewer nested or bounded repetitions).")
+        }
         ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, format!("invalid regular expression: {message}"))
             .with_hint("Fix the pattern given to REGEX (POSIX regular expression syntax)."),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {

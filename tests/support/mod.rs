@@ -8,6 +8,7 @@
 //! first use.
 
 pub mod normalize;
+pub mod reliability;
 
 use postgres::{Client, NoTls};
 use serde_json::Value;
