@@ -410,6 +410,27 @@ fn a_duplicate_pair_yields_exactly_one_sleep_task() {
     assert_eq!(audited(&mut c, &space, "sleep_task").len(), 1);
 }
 
+/// A cycle creates at most 48 SleepTasks per space (each is a writing
+/// subtransaction; more than 64 in one transaction overflow Postgres's
+/// subtransaction cache); the next cycle creates the rest.
+#[test]
+fn new_sleep_tasks_per_cycle_are_bounded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mbudget");
+    let mut capsule = String::from("UPSERT { ");
+    for i in 0..60 {
+        capsule.push_str(&format!(
+            r#"CONCEPT ?a{i} {{ {{type: "Preference", name: "Setting {i}"}} }} CONCEPT ?b{i} {{ {{type: "Preference", name: "setting{i}"}} }} "#
+        ));
+    }
+    capsule.push('}');
+    ok(kip(&mut c, &capsule, json!({})));
+    assert_eq!(maintain(&mut c, &space)["duplicate_tasks"], json!(48));
+    assert_eq!(maintain(&mut c, &space)["duplicate_tasks"], json!(12));
+    assert_eq!(maintain(&mut c, &space)["duplicate_tasks"], json!(0));
+}
+
 #[test]
 fn star_runs_every_space() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
