@@ -173,9 +173,16 @@ WHERE space = 'beta' AND type = '$ConceptType' AND name = 'Experience'
            AND attributes #> '{instance_schema}' ? 'rating' AND attributes #> '{instance_schema}' ? 'experience_class');
 SQL
 [ ! -s "$TMP/checks" ] || { cat "$TMP/checks"; fail "upgraded data"; }
-page2_after=$(must_ok alpha "EXPORT ?t WHERE { ?t {type: \"Person\"} } LIMIT 2 CURSOR \"$cursor\"")
+# 0.2.0 signs cursors with a random per-database secret: a token issued by
+# 0.1.0 is refused (KIP_1001, the client starts over), and paging again from
+# the first page gives the same page as before the upgrade.
+stale=$(kip alpha "EXPORT ?t WHERE { ?t {type: \"Person\"} } LIMIT 2 CURSOR \"$cursor\"" | tail -1)
+echo "$stale" | grep -q '"KIP_1001"' || fail "a cursor of the previous release was not refused: $stale"
+page1_after=$(must_ok alpha 'EXPORT ?t WHERE { ?t {type: "Person"} } LIMIT 2')
+cursor_after=$(echo "$page1_after" | sed -n 's/.*"next_cursor": "\([^"]*\)".*/\1/p')
+page2_after=$(must_ok alpha "EXPORT ?t WHERE { ?t {type: \"Person\"} } LIMIT 2 CURSOR \"$cursor_after\"")
 [ "$(echo "$page2_before" | sed 's/"next_cursor": "[^"]*"//')" = "$(echo "$page2_after" | sed 's/"next_cursor": "[^"]*"//')" ] \
-  || fail "an EXPORT cursor taken before the upgrade returns another page"
+  || fail "paging after the upgrade returns another page"
 # Idempotent: using the spaces again changes nothing.
 v1=$(q $DB "SELECT sum(version) FROM kip.concepts WHERE space IN ('alpha', 'beta')")
 must_ok beta 'FIND(?p) WHERE { ?p {type: "Person"} } LIMIT 1' >/dev/null

@@ -26,6 +26,12 @@ fn key() -> Result<(u64, u64), KipError> {
     if let Some(k) = KEY.get() {
         return Ok(*k);
     }
+    // Until `ALTER EXTENSION kip UPDATE` has created the secret (a 0.1.0
+    // schema under this library), tokens use the 0.1.0 key, uncached.
+    let installed = super::spi::query_scalar("SELECT to_regprocedure('kip.cursor_secret()') IS NOT NULL", &[], super::Access::ReadOnly)?;
+    if installed != serde_json::Value::Bool(true) {
+        return Ok(legacy_key());
+    }
     let hex = super::spi::query_scalar("SELECT encode(kip.cursor_secret(), 'hex')", &[], super::Access::ReadOnly)?;
     let bytes: Vec<u8> = hex
         .as_str()
@@ -37,6 +43,13 @@ fn key() -> Result<(u64, u64), KipError> {
     }
     let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
     Ok(*KEY.get_or_init(|| (word(0), word(8))))
+}
+
+/// The key of kip 0.1.0, derived from the database oid: used only while the
+/// schema is still 0.1.0's.
+fn legacy_key() -> (u64, u64) {
+    let db = unsafe { pgrx::pg_sys::MyDatabaseId }.to_u32() as u64;
+    (0x6b69_705f_6375_7273 ^ db, 0x6f72_5f76_315f_6b65u64.rotate_left(17) ^ (db << 32))
 }
 
 /// Offsets beyond this are refused: the page arithmetic and SQL's bigint
