@@ -10,6 +10,8 @@ if ! "${PSQL[@]}" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$
   "${PSQL[@]}" -d postgres -c "CREATE DATABASE \"$DB\""
 fi
 "${PSQL[@]}" -d "$DB" -c "CREATE EXTENSION IF NOT EXISTS kip CASCADE" 2>&1 | grep -v NOTICE || true
+# A database made by an earlier release is brought to the installed version.
+"${PSQL[@]}" -d "$DB" -c "ALTER EXTENSION kip UPDATE" 2>&1 | grep -v NOTICE || true
 echo "== demo memory (space 'demo')"
 "${PSQL[@]}" -d "$DB" -f scripts/demo.sql
 cat <<MSG
