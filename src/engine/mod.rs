@@ -8,7 +8,7 @@
 
 use crate::api::envelope::{self, Outcome};
 use crate::api::request::{CommandRequest, Request};
-use crate::exec::{budget, subxact, Access};
+use crate::exec::{budget, pg_error, subxact, Access};
 use crate::space::{self, Space};
 use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
@@ -96,6 +96,10 @@ fn prepare_space(req: &Request, mode: Mode) -> Result<Space, KipError> {
     Ok(space)
 }
 
+/// How many times a command that hit a deadlock or serialization failure is
+/// run before the conflict is reported.
+const CONFLICT_ATTEMPTS: u32 = 3;
+
 /// Run one command text; returns its envelope and whether a batch must stop.
 fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -> (Value, bool) {
     let script = match prepare(cmd, mode) {
@@ -110,7 +114,16 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
     let ctx = Ctx::new(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite });
     let outcome = {
         let _budget = budget::arm();
-        subxact::run_isolated(|| execute_script(&script, &ctx))
+        let mut attempt = 1;
+        loop {
+            let outcome = subxact::run_isolated(|| execute_script(&script, &ctx));
+            // A deadlock with a concurrent writer rolled this command back
+            // and released its locks: run it again, a few times at most.
+            match outcome {
+                Err(e) if pg_error::is_conflict(&e) && attempt < CONFLICT_ATTEMPTS => attempt += 1,
+                outcome => break outcome,
+            }
+        }
     };
     let stop = is_kml && outcome.is_err();
     (envelope::single(outcome), stop)

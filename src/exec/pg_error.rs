@@ -4,6 +4,16 @@ use kip_lang::{ErrorCode, KipError};
 use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
 use pgrx::PgSqlErrorCode;
 
+/// How a deadlock or serialization failure starts its message.
+const CONFLICT: &str = "concurrent update conflict";
+
+/// Whether `e` reports a deadlock or serialization failure: the command's
+/// subtransaction rolled back (releasing its locks), so running it again
+/// may succeed.
+pub fn is_conflict(e: &KipError) -> bool {
+    e.code == ErrorCode::InternalError && e.message.starts_with(CONFLICT)
+}
+
 /// What to do with an error caught while running one KIP command.
 pub enum Caught {
     /// Report it to the caller as a KIP error envelope.
@@ -69,7 +79,7 @@ pub fn classify(caught: CaughtError) -> Caught {
         ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, format!("invalid regular expression: {message}"))
             .with_hint("Fix the pattern given to REGEX (POSIX regular expression syntax)."),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {
-            KipError::new(ErrorCode::InternalError, format!("concurrent update conflict: {message}"))
+            KipError::new(ErrorCode::InternalError, format!("{CONFLICT}: {message}"))
                 .with_hint("Retry the command.")
         }
         _ => KipError::new(ErrorCode::InternalError, format!("internal database error ({code:?}): {message}"))
