@@ -2,9 +2,10 @@
 //! parameters, and Postgres's `EXPLAIN` of it — so users (and we) can see
 //! what a KIP query costs and which indexes it uses.
 
-use crate::api::request::CommandRequest;
+use crate::engine::request::CommandRequest;
 use crate::compile::find::compile_find;
-use crate::engine::{self, Ctx, Mode};
+use crate::engine::{self, Mode};
+use crate::exec::Ctx;
 use crate::exec::{spi, subxact, Access, SqlParam};
 use kip_lang::ast::Command;
 use kip_lang::{ErrorCode, KipError};

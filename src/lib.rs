@@ -17,6 +17,7 @@ mod engine;
 mod exec;
 mod explain;
 mod guc;
+mod params;
 mod maintenance;
 mod schema;
 mod search;

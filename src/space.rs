@@ -3,9 +3,10 @@
 //! `SET kip.space = 'alice'` selects a space for the session (default
 //! `default`). A space is created, and bootstrapped with the Genesis and core
 //! capsules, the first time `kip_execute` runs in it; `kip_create_space` does
-//! the same explicitly. Read-only entry points never create a space.
+//! the same explicitly (`bootstrap::spaces`). Read-only entry points never
+//! create a space.
 
-use crate::exec::{spi, Access, SqlParam};
+use crate::params::SqlParam;
 use kip_lang::{ErrorCode, KipError};
 
 /// A validated space name.
@@ -46,115 +47,4 @@ pub fn validate(name: &str) -> Result<Space, KipError> {
 /// The session's current space (from `kip.space`), validated.
 pub fn current() -> Result<Space, KipError> {
     validate(&crate::guc::space_setting())
-}
-
-/// Whether the space exists already.
-pub fn exists(space: &Space) -> Result<bool, KipError> {
-    let v = spi::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM kip.spaces WHERE name = $1)",
-        &[space.param()],
-        Access::ReadOnly,
-    )?;
-    Ok(v == serde_json::Value::Bool(true))
-}
-
-/// Create the space if needed and make sure it is bootstrapped at the
-/// current capsule level. Concurrent first uses are serialized on the space's
-/// row, so the bootstrap, or a space's capsule upgrade, runs once.
-pub fn ensure(space: &Space) -> Result<(), KipError> {
-    // Fast path, taken by every call after the first: no insert attempt and
-    // no row lock, so concurrent writers of one space never queue here.
-    if let Some(state) = state(space, false)? {
-        if state.bootstrapped && !state.needs_upgrade() {
-            return Ok(());
-        }
-    }
-    spi::execute(
-        "INSERT INTO kip.spaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
-        &[space.param()],
-        Access::ReadWrite,
-    )?;
-    let state = state(space, true)?.unwrap_or_default();
-    if !state.bootstrapped {
-        crate::bootstrap::run(space)?;
-        spi::execute(
-            "UPDATE kip.spaces SET bootstrapped_at = now() WHERE name = $1",
-            &[space.param()],
-            Access::ReadWrite,
-        )?;
-        if state.level.is_some() {
-            record_level(space)?;
-        }
-    } else if let Some(from) = state.level.filter(|_| state.needs_upgrade()) {
-        upgrade_capsules(space, from);
-    }
-    Ok(())
-}
-
-/// The bootstrap state of a space's row.
-#[derive(Default)]
-struct State {
-    bootstrapped: bool,
-    /// `kip.spaces.capsule_level`; `None` while the extension's SQL objects
-    /// are older than the library (before `ALTER EXTENSION kip UPDATE`),
-    /// when the column does not exist yet and no upgrade is attempted.
-    level: Option<i32>,
-}
-
-impl State {
-    fn needs_upgrade(&self) -> bool {
-        self.level.is_some_and(|level| level < crate::bootstrap::LEVEL)
-    }
-}
-
-/// Read through `to_jsonb(row)` so this also works on a 0.1.0 schema.
-fn state(space: &Space, lock: bool) -> Result<Option<State>, KipError> {
-    let sql = if lock {
-        "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level' FROM kip.spaces s WHERE name = $1 FOR UPDATE"
-    } else {
-        "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level' FROM kip.spaces s WHERE name = $1"
-    };
-    let rows = spi::query(sql, &[space.param()], Access::ReadWrite)?;
-    Ok(rows.into_iter().next().map(|row| State {
-        bootstrapped: row.first() == Some(&serde_json::Value::Bool(true)),
-        level: row.get(1).and_then(|v| v.as_i64()).map(|v| v as i32),
-    }))
-}
-
-fn record_level(space: &Space) -> Result<(), KipError> {
-    spi::execute(
-        "UPDATE kip.spaces SET capsule_level = $2 WHERE name = $1",
-        &[space.param(), SqlParam::Int(i64::from(crate::bootstrap::LEVEL))],
-        Access::ReadWrite,
-    )
-    .map(|_| ())
-}
-
-/// Bring a space bootstrapped at an older capsule level up to date, in its
-/// own subtransaction. A capsule that cannot be applied leaves the space as
-/// it was and is reported as a WARNING naming it; the command that triggered
-/// the upgrade still runs, and the next one tries again.
-fn upgrade_capsules(space: &Space, from: i32) {
-    let result = crate::exec::subxact::run_isolated(|| {
-        crate::bootstrap::upgrade(space, from)?;
-        record_level(space)
-    });
-    if let Err(e) = result {
-        pgrx::warning!("{}", e.to_json());
-    }
-}
-
-/// The capsule upgrade of one space, for the maintenance cycle: `Ok(true)`
-/// when it ran, `Ok(false)` when the space was already current.
-pub fn upgrade_if_needed(space: &Space) -> Result<bool, KipError> {
-    match state(space, true)? {
-        Some(State { bootstrapped: true, level: Some(from) }) if from < crate::bootstrap::LEVEL => {
-            crate::exec::subxact::run_isolated(|| {
-                crate::bootstrap::upgrade(space, from)?;
-                record_level(space)
-            })?;
-            Ok(true)
-        }
-        _ => Ok(false),
-    }
 }

@@ -22,8 +22,8 @@ pub(crate) fn raise(e: kip_lang::KipError) -> ! {
 #[pg_extern(volatile)]
 fn kip_create_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
-    let existed = space::exists(&space).unwrap_or_else(|e| raise(e));
-    subxact::run_isolated(|| space::ensure(&space)).unwrap_or_else(|e| raise(e));
+    let existed = crate::bootstrap::spaces::exists(&space).unwrap_or_else(|e| raise(e));
+    subxact::run_isolated(|| crate::bootstrap::spaces::ensure(&space)).unwrap_or_else(|e| raise(e));
     !existed
 }
 

@@ -3,23 +3,53 @@
 //!
 //! Every call returns the KIP envelope; bad input of any kind (malformed
 //! request, syntax, schema, data) is a KIP error inside it, never a Postgres
-//! exception. Each command runs in its own subtransaction.
+//! exception. The session's space is prepared here (created and bootstrapped
+//! on first read-write use), then `engine` runs the commands, each in its own
+//! subtransaction.
 
-pub mod envelope;
+mod embedding;
 pub mod jsonb_arg;
-pub mod request;
 
-use crate::engine::{self, Mode};
+use crate::bootstrap::spaces;
+use crate::engine::{self, envelope, request, Mode};
+use crate::exec::subxact;
+use crate::space::{self, Space};
+use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::{json, Value};
 
 fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonB {
     let value = match request {
-        Ok(req) => engine::run_request(req, mode),
+        Ok(req) => match prepare_space(&req, mode) {
+            Ok(space) => engine::run_request(req, mode, &space),
+            Err(e) => envelope::single(Err(e)),
+        },
         Err(e) => envelope::single(Err(e)),
     };
     JsonB(value)
+}
+
+/// Validate the session's space; in read-write mode create and bootstrap it
+/// on first use (in its own subtransaction, so a failure leaves nothing).
+fn prepare_space(req: &request::Request, mode: Mode) -> Result<Space, KipError> {
+    let space = space::current()?;
+    if req.dry_run {
+        return Ok(space);
+    }
+    match mode {
+        Mode::ReadWrite => subxact::run_isolated(|| spaces::ensure(&space))?,
+        Mode::ReadOnly => {
+            if !subxact::run_isolated(|| spaces::exists(&space))? {
+                return Err(KipError::new(
+                    ErrorCode::NotFound,
+                    format!("memory space {:?} does not exist yet", space.name()),
+                )
+                .with_hint("Read-only calls never create a space: write to it once with kip_execute, or call kip_create_space(name)."));
+            }
+        }
+    }
+    Ok(space)
 }
 
 use jsonb_arg::JsonbArg;

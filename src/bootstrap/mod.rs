@@ -23,12 +23,15 @@
 mod merge;
 mod upgrade;
 
-use crate::engine::{self, Ctx, Origin};
+use crate::engine;
+use crate::exec::{Ctx, Origin};
 use crate::exec::Access;
 use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};
 
 pub use upgrade::upgrade;
+
+pub mod spaces;
 
 /// The capsule level of this release. Level 1 is the KIP v1.0-RC10 capsule
 /// set (extension 0.1.0); level 2 is RC11 (Experience, ExperienceStep, Skill,
@@ -72,7 +75,7 @@ pub const CAPSULES: [Capsule; 20] = [
 ];
 
 /// Load every capsule into `space`. Runs inside the caller's subtransaction
-/// (`space::ensure`), so a failure leaves the space unbootstrapped.
+/// (`spaces::ensure`), so a failure leaves the space unbootstrapped.
 pub fn run(space: &Space) -> Result<(), KipError> {
     let ctx = Ctx { space: space.clone(), access: Access::ReadWrite, origin: Origin::Bootstrap };
     for capsule in &CAPSULES {

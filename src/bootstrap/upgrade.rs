@@ -19,7 +19,8 @@
 
 use super::merge::{additions, Conflict};
 use super::CAPSULES;
-use crate::engine::{self, Ctx, Origin};
+use crate::engine;
+use crate::exec::{Ctx, Origin};
 use crate::exec::{spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::ast::{Bindable, Command, ConceptBlock, ConceptSelector, Endpoint, Field, Upsert, UpsertItem, ValueOrParam};

@@ -9,7 +9,7 @@
 
 use super::pattern::{compile_pattern, VarKind};
 use super::Params;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use crate::exec::{spi, Access, SqlParam};
 use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
 use kip_lang::ast::WhereClause;

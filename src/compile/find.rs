@@ -19,7 +19,7 @@ use crate::compile::filter::unbound;
 use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
 use kip_lang::{ErrorCode, KipError};
 

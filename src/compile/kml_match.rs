@@ -8,7 +8,7 @@ use super::kml_args::lit_str;
 use super::kml_ids::ElementRef;
 use super::pattern::{compile_pattern, VarKind};
 use super::Params;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use crate::exec::{spi, Access, SqlParam};
 use crate::schema::registry::{self, Kind, Requirement};
 use kip_lang::ast::{ConceptSelector, Endpoint, Predicate, PropPattern, StrArg, WhereClause};

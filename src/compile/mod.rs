@@ -8,9 +8,8 @@ pub mod kml_ids;
 pub mod kml_store;
 pub mod kml_match;
 pub mod kml_update;
-pub mod params;
 
-pub use params::Params;
+pub use crate::params::{Params, SqlParam};
 pub mod filter;
 pub mod find;
 pub mod hops;

@@ -41,7 +41,7 @@ pub(crate) use block::compile_block;
 pub(crate) use scope::{Cx, Row, Scope, Var};
 
 use crate::compile::Params;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use kip_lang::ast::WhereClause;
 use kip_lang::KipError;
 

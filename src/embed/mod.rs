@@ -15,7 +15,6 @@ pub mod backfill;
 mod cache;
 pub mod runtime;
 pub mod settings;
-mod sql_api;
 
 use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Value};

@@ -8,8 +8,8 @@
 //! the same closure is counted beforehand for the `deleted_propositions`
 //! audit figure.
 
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::kml_args::lit_str;
 use crate::compile::kml_match::{self, Target};
 use crate::exec::{spi, Access, SqlParam};

@@ -12,9 +12,9 @@
 //!   `{"id", "type", "name", "attributes"?}`; an unknown name is `KIP_3002`
 //!   (the conformance fixtures' code; the lookup is case-sensitive).
 
-use super::Ctx;
+use crate::exec::Ctx;
 use super::find::{literal, page_size};
-use crate::api::envelope::Outcome;
+use crate::engine::envelope::Outcome;
 use crate::exec::{cursor, spi, Access, SqlParam};
 use kip_lang::ast::{Command, Describe};
 use kip_lang::{ErrorCode, KipError};

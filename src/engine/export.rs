@@ -12,8 +12,8 @@
 //! Reserved `_` metadata is engine bookkeeping and never exported.
 
 use super::find::{literal, page_size};
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::export::{load_closure, select_page, EndpointId, Stored};
 use crate::exec::cursor;
 use kip_lang::ast::{

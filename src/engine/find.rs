@@ -1,8 +1,8 @@
 //! Execution of FIND: compile to one SQL statement, run it read-only, shape
 //! the columnar result, and issue `next_cursor` when more rows exist.
 
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::find::{compile_find, Out};
 use crate::exec::{cursor, spi, Access};
 use kip_lang::ast::{Command, FindQuery, Script};

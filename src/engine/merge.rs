@@ -11,8 +11,8 @@
 mod fill;
 mod repoint;
 
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::kml_args::lit_str;
 use crate::compile::kml_ids::ElementRef;
 use crate::compile::pattern::{compile_pattern, VarKind};

@@ -6,15 +6,17 @@
 //! syntax errors and read (KQL/META) errors are returned inline and the batch
 //! goes on.
 
-use crate::api::envelope::{self, Outcome};
-use crate::api::request::{CommandRequest, Request};
-use crate::exec::{budget, pg_error, subxact, Access};
-use crate::space::{self, Space};
+use envelope::Outcome;
+use request::{CommandRequest, Request};
+use crate::exec::{budget, pg_error, subxact, Access, Ctx};
+use crate::space::Space;
 use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Value};
 
 pub mod delete;
+pub mod envelope;
+pub mod request;
 pub mod describe;
 pub mod export;
 pub mod find;
@@ -30,70 +32,22 @@ pub enum Mode {
     ReadOnly,
 }
 
-/// Who issued a command. Only the extension's own bootstrap may refine the
-/// immutable core of the schema (see `schema::protection`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// An agent or application (kip_execute, the maintenance cycle's tasks).
-    Caller,
-    /// The extension loading its capsules into a space.
-    Bootstrap,
-}
-
-/// What every command executor gets.
-pub struct Ctx {
-    pub space: Space,
-    pub access: Access,
-    pub origin: Origin,
-}
-
-impl Ctx {
-    /// A caller's context in `space`.
-    pub fn new(space: Space, access: Access) -> Ctx {
-        Ctx { space, access, origin: Origin::Caller }
-    }
-}
-
-pub fn run_request(req: Request, mode: Mode) -> Value {
-    let space = match prepare_space(&req, mode) {
-        Ok(s) => s,
-        Err(e) => return envelope::single(Err(e)),
-    };
+/// Run a validated request in `space` (prepared by the caller: created and
+/// bootstrapped for read-write use, known to exist for read-only use).
+pub fn run_request(req: Request, mode: Mode, space: &Space) -> Value {
     if !req.batch {
-        let (response, _) = run_command(&req.commands[0], &space, mode, req.dry_run);
+        let (response, _) = run_command(&req.commands[0], space, mode, req.dry_run);
         return response;
     }
     let mut items = Vec::with_capacity(req.commands.len());
     for cmd in &req.commands {
-        let (response, stop) = run_command(cmd, &space, mode, req.dry_run);
+        let (response, stop) = run_command(cmd, space, mode, req.dry_run);
         items.push(response);
         if stop {
             break;
         }
     }
     envelope::batch(items)
-}
-
-/// Validate the session's space; in read-write mode create and bootstrap it
-/// on first use (in its own subtransaction, so a failure leaves nothing).
-fn prepare_space(req: &Request, mode: Mode) -> Result<Space, KipError> {
-    let space = space::current()?;
-    if req.dry_run {
-        return Ok(space);
-    }
-    match mode {
-        Mode::ReadWrite => subxact::run_isolated(|| space::ensure(&space))?,
-        Mode::ReadOnly => {
-            if !subxact::run_isolated(|| space::exists(&space))? {
-                return Err(KipError::new(
-                    ErrorCode::NotFound,
-                    format!("memory space {:?} does not exist yet", space.name()),
-                )
-                .with_hint("Read-only calls never create a space: write to it once with kip_execute, or call kip_create_space(name)."));
-            }
-        }
-    }
-    Ok(space)
 }
 
 /// How many times a command that hit a deadlock or serialization failure is

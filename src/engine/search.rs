@@ -1,8 +1,8 @@
 //! Execution of SEARCH commands (RC10 §5.2): validation of the term, mode,
 //! THRESHOLD and LIMIT, then retrieval by `crate::search`.
 
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::element::ElementKind;
 use crate::search::{self, Mode, Query};
 use kip_lang::ast::{Bindable, Command, SearchMode, SearchTarget};

@@ -3,8 +3,8 @@
 //! each table is then rewritten by one UPDATE statement whose patch
 //! expressions read the row's own state (see `compile::kml_update`).
 
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::element::ElementKind;
 use crate::compile::kml_args::lit_u64;
 use crate::compile::kml_match;

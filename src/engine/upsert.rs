@@ -10,8 +10,8 @@ mod preflight;
 mod resolve;
 mod write;
 
-use super::Ctx;
-use crate::api::envelope::Outcome;
+use crate::exec::Ctx;
+use crate::engine::envelope::Outcome;
 use crate::compile::kml_args::optional_object;
 use crate::schema::registry;
 use kip_lang::ast::{Command, UpsertItem};

@@ -2,10 +2,12 @@
 //! the mapping of Postgres errors to KIP errors.
 
 pub mod budget;
+pub mod context;
 pub mod pg_error;
 pub mod spi;
 pub mod subxact;
 pub mod cursor;
 pub mod extensions;
 
+pub use context::{Ctx, Origin};
 pub use spi::{Access, SqlParam};

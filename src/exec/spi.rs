@@ -16,21 +16,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::CString;
 
-/// A bind parameter. The variant fixes the parameter's SQL type.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SqlParam {
-    Text(String),
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    Json(Value),
-    TextArray(Vec<String>),
-    IntArray(Vec<i64>),
-    /// A `real[]` (float4), e.g. a vector before its cast to pgvector's type.
-    RealArray(Vec<f32>),
-    /// A SQL NULL of type text.
-    NullText,
-}
+pub use crate::params::SqlParam;
 
 /// Whether a statement may write. Read-only statements run with SPI's
 /// read-only flag, so Postgres itself refuses any write they attempt.

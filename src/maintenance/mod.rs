@@ -60,7 +60,7 @@ pub(crate) fn bootstrapped_spaces() -> Result<Vec<Space>, KipError> {
 }
 
 fn run_existing(space: &Space) -> Result<Value, KipError> {
-    if !space::exists(space)? {
+    if !crate::bootstrap::spaces::exists(space)? {
         return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist", space.name()))
             .with_hint("kip_maintenance never creates a space; pass an existing space name, or '*' for all spaces."));
     }
@@ -80,7 +80,7 @@ fn run_space(space: &Space) -> Result<Value, KipError> {
     let name = space.name();
     // A capsule that cannot be applied is reported and skipped: the rest of
     // the cycle still runs, and the upgrade is retried next time.
-    let capsules = match space::upgrade_if_needed(space) {
+    let capsules = match crate::bootstrap::spaces::upgrade_if_needed(space) {
         Ok(upgraded) => json!(if upgraded { "upgraded" } else { "current" }),
         Err(e) => json!({ "error": e.to_json() }),
     };

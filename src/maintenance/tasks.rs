@@ -7,7 +7,8 @@
 //! name exists: a task the agent already moved to `in_progress`/`completed`
 //! is never reset to `pending`.
 
-use crate::engine::{self, Ctx};
+use crate::engine;
+use crate::exec::Ctx;
 use crate::exec::{spi, subxact, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::KipError;

@@ -3,7 +3,7 @@
 
 use super::Hit;
 use crate::compile::element::{concept_json, proposition_json, ElementKind};
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use crate::exec::{spi, SqlParam};
 use kip_lang::KipError;
 use serde_json::{json, Value};

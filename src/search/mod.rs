@@ -23,7 +23,7 @@ mod word_stats;
 
 use crate::compile::element::ElementKind;
 use crate::embed;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use kip_lang::KipError;
 use serde_json::Value;
 

@@ -20,7 +20,7 @@
 use super::{Hit, Query};
 use crate::compile::element::ElementKind;
 use crate::compile::Params;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use crate::exec::{extensions, spi, SqlParam};
 use kip_lang::KipError;
 

@@ -3,7 +3,7 @@
 
 use super::VarKind;
 use crate::compile::Params;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use crate::space::Space;
 use kip_lang::ast::Bindable;
 use kip_lang::{ErrorCode, KipError};

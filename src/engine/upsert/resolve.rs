@@ -7,7 +7,7 @@ use crate::compile::element::ElementKind;
 use crate::compile::kml_args::lit_str;
 use crate::compile::kml_ids::{self, ElementRef};
 use crate::compile::kml_store as store;
-use crate::engine::Ctx;
+use crate::exec::Ctx;
 use kip_lang::ast::{ConceptSelector, Endpoint, PropPattern, Predicate};
 use kip_lang::{ErrorCode, KipError};
 use std::collections::HashMap;

@@ -5,7 +5,7 @@ use super::resolve::{self, describe, Handles};
 use crate::compile::kml_args::{layered, lit_str, lit_u64, optional_object};
 use crate::compile::kml_ids::{self, ElementRef};
 use crate::compile::kml_store::{self as store, JsonMap};
-use crate::engine::{Ctx, Origin};
+use crate::exec::{Ctx, Origin};
 use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
 use kip_lang::ast::{ConceptBlock, ConceptSelector, PropPattern, Predicate, PropositionBlock, SetProposition, UIntArg};
 use kip_lang::{ErrorCode, KipError};

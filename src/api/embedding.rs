@@ -8,8 +8,8 @@
 //! | `kip_search(command text, query_embedding real[], parameters jsonb DEFAULT '{}') → jsonb` | run a SEARCH with the application's query vector |
 //! | `kip_embedding_status() → jsonb` | provider, model, availability and backlog size |
 
-use super::{backfill, check_vector, settings};
-use crate::api::envelope;
+use crate::embed::{self, backfill, check_vector, settings};
+use crate::engine::envelope;
 use crate::compile::element::ElementKind;
 use crate::compile::kml_ids;
 use crate::exec::{extensions, spi, subxact, Access, SqlParam};
@@ -26,7 +26,7 @@ use serde_json::json;
 /// parallel workers never load a model of their own.
 #[pg_extern(stable, parallel_restricted)]
 fn kip_embed(text: &str) -> Vec<f32> {
-    super::runtime::ensure_loaded().map_err(super::model_error).and_then(|_| super::embed_one(text)).unwrap_or_else(|e| raise(e))
+    embed::runtime::ensure_loaded().map_err(embed::model_error).and_then(|_| embed::embed_one(text)).unwrap_or_else(|e| raise(e))
 }
 
 /// Embed waiting elements now (of every space of this database, or of one);
@@ -99,26 +99,26 @@ fn search_with_vector(
         .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the query embedding contains NULL").with_hint("Every component must be a number.")))
         .collect::<Result<_, _>>()?;
     check_vector(&vector, "the query embedding")?;
-    let request = crate::api::request::single(command, &parameters.unwrap_or_else(|| json!({})))?;
+    let request = crate::engine::request::single(command, &parameters.unwrap_or_else(|| json!({})))?;
     let script = engine::prepare(&request.commands[0], engine::Mode::ReadOnly)?;
     if !matches!(script.commands.as_slice(), [kip_lang::ast::Command::Search(_)]) {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_search runs exactly one SEARCH command")
             .with_hint("Use kip_execute_readonly for other commands."));
     }
     let space = space::current()?;
-    if !subxact::run_isolated(|| space::exists(&space))? {
+    if !subxact::run_isolated(|| crate::bootstrap::spaces::exists(&space))? {
         return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist yet", space.name()))
             .with_hint("Write to it once with kip_execute, or call kip_create_space(name)."));
     }
-    let ctx = engine::Ctx::new(space, Access::ReadOnly);
-    super::with_external_query(vector, || subxact::run_isolated(|| engine::execute_script(&script, &ctx)))
+    let ctx = crate::exec::Ctx::new(space, Access::ReadOnly);
+    embed::with_external_query(vector, || subxact::run_isolated(|| engine::execute_script(&script, &ctx)))
 }
 
 /// Provider, model, whether semantic search is available here (and why
 /// not), and how many elements wait for a vector.
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_embedding_status() -> JsonB {
-    let availability = super::availability(true);
+    let availability = embed::availability(true);
     let pending = spi::query(
         "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
                 (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL)",

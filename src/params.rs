@@ -1,6 +1,25 @@
-//! Collecting bind parameters while SQL text is generated.
+//! Bind parameters: the values that reach SQL beside its text, and their
+//! collection while the text is generated. A leaf module: the compiler builds
+//! them, `exec` turns them into datums.
 
-use crate::exec::SqlParam;
+use serde_json::Value;
+
+/// A bind parameter. The variant fixes the parameter's SQL type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlParam {
+    Text(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Json(Value),
+    TextArray(Vec<String>),
+    IntArray(Vec<i64>),
+    /// A `real[]` (float4), e.g. a vector before its cast to pgvector's type.
+    RealArray(Vec<f32>),
+    /// A SQL NULL of type text.
+    NullText,
+}
+
 
 /// Bind parameters of one SQL statement, numbered `$1`, `$2`, … in order.
 #[derive(Debug, Default, Clone)]

@@ -1,0 +1,29 @@
+//! What a statement runs as: the memory space, whether it may write, and
+//! who issued the command.
+
+use super::Access;
+use crate::space::Space;
+
+/// Who issued a command. Only the extension's own bootstrap may refine the
+/// immutable core of the schema (see `schema::protection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// An agent or application (kip_execute, the maintenance cycle's tasks).
+    Caller,
+    /// The extension loading its capsules into a space.
+    Bootstrap,
+}
+
+/// What every command executor gets.
+pub struct Ctx {
+    pub space: Space,
+    pub access: Access,
+    pub origin: Origin,
+}
+
+impl Ctx {
+    /// A caller's context in `space`.
+    pub fn new(space: Space, access: Access) -> Ctx {
+        Ctx { space, access, origin: Origin::Caller }
+    }
+}
