@@ -43,7 +43,10 @@ def module_files():
 
 
 def strip_comments(text):
+    """The code of a file without comments and without its unit tests (an
+    inline `#[cfg(test)] mod tests` at the end, whose `super::` is the file)."""
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.split(r"#\[cfg\(test\)\]\s*mod tests", text)[0]
     return "\n".join(re.sub(r"//.*$", "", line) for line in text.splitlines())
 
 
@@ -85,7 +88,8 @@ def references(module, text):
         refs.append(m.group(1))
     # A child module named by a relative path (`find::execute` in engine/mod.rs).
     for m in re.finditer(r"(?<![\w:])(\w+)::", text):
-        refs.append("::".join(["self", m.group(1)]))
+        if m.group(1) not in ("crate", "super", "self"):
+            refs.append("::".join(["self", m.group(1)]))
     out = []
     for r in refs:
         parts = r.split("::")

@@ -5,7 +5,9 @@
 use crate::engine::request::CommandRequest;
 use crate::compile::find::compile_find;
 use crate::engine::{self, Mode};
-use crate::exec::Ctx;
+use crate::compile::bound::opt_lit;
+use crate::compile::env::Env;
+use crate::resolve;
 use crate::exec::{spi, subxact, Access, SqlParam};
 use kip_lang::ast::Command;
 use kip_lang::{ErrorCode, KipError};
@@ -40,9 +42,11 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_explain explains FIND commands")
             .with_hint("Pass a FIND(…) WHERE { … } command."));
     };
-    let ctx = Ctx::new(crate::space::current()?, Access::ReadOnly);
-    let limit = engine::find::page_size(engine::find::literal(&q.limit)?);
-    let plan = compile_find(q, &ctx, limit, 0)?;
+    let space = crate::space::current()?;
+    let facts = resolve::pattern_facts(&space, &q.where_clauses, Access::ReadOnly)?;
+    let env = Env { space: space.name(), limits: resolve::limits(), facts: &facts };
+    let limit = engine::find::page_size(opt_lit(&q.limit)?);
+    let plan = compile_find(q, env, limit, 0)?;
     let mut out = String::from("-- SQL\n");
     out.push_str(&plan.sql);
     out.push_str("\n-- parameters\n");

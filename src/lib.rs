@@ -18,6 +18,7 @@ mod exec;
 mod explain;
 mod guc;
 mod params;
+mod resolve;
 mod maintenance;
 mod schema;
 mod search;
@@ -27,6 +28,25 @@ mod sql_api;
 pgrx::extension_sql_file!("../sql/schema.sql", name = "kip_schema", bootstrap);
 pgrx::extension_sql_file!("../sql/maintenance.sql", name = "kip_maintenance_schema", requires = ["kip_schema"]);
 pgrx::extension_sql_file!("../sql/embedding.sql", name = "kip_embedding_schema", requires = ["kip_schema"]);
+// Raised by the SQL of open hop walks (`compile::hops`).
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION kip.hops_exceeded(ok boolean, max_hops integer) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF NOT ok THEN
+        RAISE EXCEPTION 'the walk goes deeper than kip.max_hops = % links', max_hops
+            USING ERRCODE = '54001',
+                  HINT = 'Give the quantifier an upper bound, anchor the walk closer to its target, or raise kip.max_hops.';
+    END IF;
+    RETURN true;
+END;
+$$;
+COMMENT ON FUNCTION kip.hops_exceeded(boolean, integer) IS 'Raises SQLSTATE 54001 (KIP_4002) when an open hop walk exceeds kip.max_hops';
+"#,
+    name = "kip_hops_helpers",
+    requires = ["kip_schema"]
+);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

@@ -10,8 +10,8 @@
 
 use crate::embed::{self, backfill, check_vector, settings};
 use crate::engine::envelope;
-use crate::compile::element::ElementKind;
-use crate::compile::kml_ids;
+use crate::compile::ids::ElementKind;
+use crate::compile::ids;
 use crate::exec::{extensions, spi, subxact, Access, SqlParam};
 use crate::sql_api::raise;
 use crate::{engine, space};
@@ -64,7 +64,7 @@ fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError
         .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the embedding contains NULL").with_hint("Every component must be a number.")))
         .collect::<Result<_, _>>()?;
     check_vector(&vector, "the embedding")?;
-    let parsed = kml_ids::parse(id)?;
+    let parsed = ids::parse(id)?;
     let Some(row) = parsed.id else { return Ok(false) };
     let space = space::current()?;
     let vector_type = extensions::vector_type()?;

@@ -61,7 +61,7 @@ struct State {
 
 impl State {
     fn needs_upgrade(&self) -> bool {
-        self.level.is_some_and(|level| level < super::LEVEL)
+        self.level.is_some_and(|level| level < super::capsules::LEVEL)
     }
 }
 
@@ -82,7 +82,7 @@ fn state(space: &Space, lock: bool) -> Result<Option<State>, KipError> {
 fn record_level(space: &Space) -> Result<(), KipError> {
     spi::execute(
         "UPDATE kip.spaces SET capsule_level = $2 WHERE name = $1",
-        &[space.param(), SqlParam::Int(i64::from(super::LEVEL))],
+        &[space.param(), SqlParam::Int(i64::from(super::capsules::LEVEL))],
         Access::ReadWrite,
     )
     .map(|_| ())
@@ -106,7 +106,7 @@ fn upgrade_capsules(space: &Space, from: i32) {
 /// when it ran, `Ok(false)` when the space was already current.
 pub fn upgrade_if_needed(space: &Space) -> Result<bool, KipError> {
     match state(space, true)? {
-        Some(State { bootstrapped: true, level: Some(from) }) if from < super::LEVEL => {
+        Some(State { bootstrapped: true, level: Some(from) }) if from < super::capsules::LEVEL => {
             subxact::run_isolated(|| {
                 super::upgrade(space, from)?;
                 record_level(space)

@@ -18,7 +18,7 @@
 //! one subtransaction, so the space is then left exactly as it was.
 
 use super::merge::{additions, Conflict};
-use super::CAPSULES;
+use super::capsules::CAPSULES;
 use crate::engine;
 use crate::exec::{Ctx, Origin};
 use crate::exec::{spi, Access, SqlParam};

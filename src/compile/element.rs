@@ -71,35 +71,3 @@ pub fn proposition_json(alias: &str) -> String {
         meta = metadata_json(alias),
     )
 }
-
-/// Whether an element is a concept node or a proposition link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ElementKind {
-    Concept,
-    Proposition,
-}
-
-/// The kind and row id of an external id, or `None` when it is malformed or
-/// beyond any row id. The strict parser is `kml_ids::parse`; this is its
-/// lenient view for FILTER comparisons, where a malformed id matches nothing.
-pub fn parse_ref(id: &str) -> Option<(ElementKind, i64)> {
-    let parsed = super::kml_ids::parse(id).ok()?;
-    parsed.id.map(|n| (parsed.kind, n))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_external_ids() {
-        assert_eq!(parse_ref("C:12"), Some((ElementKind::Concept, 12)));
-        assert_eq!(parse_ref("P:40:treats"), Some((ElementKind::Proposition, 40)));
-        assert_eq!(parse_ref("P:40"), Some((ElementKind::Proposition, 40)));
-        assert_eq!(parse_ref("C:x"), None);
-        assert_eq!(parse_ref("C:-1"), None);
-        assert_eq!(parse_ref("12"), None);
-        assert_eq!(parse_ref("C:+5"), None);
-        assert_eq!(parse_ref("C:007"), None);
-    }
-}

@@ -16,10 +16,11 @@
 //! Common forms stay sargable: `?c.name == "x"` becomes `c.name = $n` on the
 //! indexed column, `IN(?c.type, [...])` becomes `c.type = ANY($n)`.
 
-use crate::compile::element::{endpoint_ref, iso_time, metadata_json, parse_ref};
-use crate::compile::pattern::{Cx, Row, Var, VarKind};
-use crate::exec::{spi, Access, SqlParam};
-use kip_lang::ast::{CompareOp, DotPath, Expr, FilterFunc, Json, PathField, ValueOrParam};
+use crate::compile::element::{endpoint_ref, iso_time, metadata_json};
+use crate::compile::ids::parse_ref;
+use crate::compile::pattern::scope::{Cx, Row, Var, VarKind};
+use crate::params::SqlParam;
+use kip_lang::ast::{CompareOp, DotPath, Expr, FilterFunc, Json, PathField};
 use kip_lang::{ErrorCode, KipError};
 
 /// How an expression finds variables and their rows.
@@ -161,20 +162,10 @@ pub(crate) fn path_operand(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPa
 
 fn operand(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) -> Result<Operand, KipError> {
     match e {
-        Expr::Value(v) => Ok(Operand::Lit(bound_value(v)?)),
+        Expr::Value(v) => Ok(Operand::Lit(crate::compile::bound::value(v)?)),
         Expr::Path(p) => path_operand(access, cx, p),
         _ => Err(KipError::new(ErrorCode::InvalidSyntax, "a comparison operand must be a value or a dot path")
             .with_hint("Compare paths with values, e.g. ?x.attributes.level > 3; combine conditions with && and ||.")),
-    }
-}
-
-fn bound_value(v: &ValueOrParam) -> Result<Json, KipError> {
-    match v {
-        ValueOrParam::Value(j) => Ok(j.clone()),
-        ValueOrParam::Param(name) => Err(KipError::new(ErrorCode::InvalidSyntax, format!("parameter :{name} has no value"))
-            .with_hint(format!("Pass \"{name}\" in the request's parameters."))),
-        _ => Err(KipError::new(ErrorCode::InvalidSyntax, "a value in FILTER still contains unbound parameters")
-            .with_hint("Pass every :name placeholder in the request's parameters.")),
     }
 }
 
@@ -357,13 +348,6 @@ fn as_text(cx: &mut Cx, o: &Operand) -> Result<String, KipError> {
     })
 }
 
-fn check_regex(pattern: &str) -> Result<(), KipError> {
-    // Compiles the pattern once; an invalid one raises SQLSTATE 2201B, which
-    // becomes KIP_1001 even when no row would have reached the comparison.
-    spi::query("SELECT ''::text ~ $1::text", &[SqlParam::Text(pattern.to_string())], Access::ReadOnly)?;
-    Ok(())
-}
-
 fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]) -> Result<String, KipError> {
     if args.len() != func.arity() {
         return Err(KipError::new(
@@ -382,11 +366,11 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
         return in_list(cx, a, b);
     }
     if let (Operand::Lit(x), Operand::Lit(y)) = (&a, &b) {
-        return Ok(bool_sql(fold_string_func(func, x, y)?));
-    }
-    if func == FilterFunc::Regex {
-        if let Operand::Lit(Json::String(p)) = &b {
-            check_regex(p)?;
+        match (func, x, y) {
+            // Postgres's regular expressions, not Rust's: evaluated in SQL
+            // (`resolve` validated the pattern).
+            (FilterFunc::Regex, Json::String(_), Json::String(_)) => {}
+            _ => return Ok(bool_sql(fold_string_func(func, x, y))),
         }
     }
     let bt = as_text(cx, &b)?;
@@ -410,23 +394,14 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
     })
 }
 
-fn fold_string_func(func: FilterFunc, a: &Json, b: &Json) -> Result<bool, KipError> {
-    let (Json::String(a), Json::String(b)) = (a, b) else { return Ok(false) };
-    Ok(match func {
+fn fold_string_func(func: FilterFunc, a: &Json, b: &Json) -> bool {
+    let (Json::String(a), Json::String(b)) = (a, b) else { return false };
+    match func {
         FilterFunc::Contains => a.contains(b.as_str()),
         FilterFunc::StartsWith => a.starts_with(b.as_str()),
         FilterFunc::EndsWith => a.ends_with(b.as_str()),
-        FilterFunc::Regex => {
-            check_regex(b)?;
-            let v = spi::query_scalar(
-                "SELECT $1::text ~ $2::text",
-                &[SqlParam::Text(a.clone()), SqlParam::Text(b.clone())],
-                Access::ReadOnly,
-            )?;
-            v == Json::Bool(true)
-        }
         _ => false,
-    })
+    }
 }
 
 fn in_list(cx: &mut Cx, a: Operand, list: Operand) -> Result<String, KipError> {
@@ -459,7 +434,7 @@ fn in_list(cx: &mut Cx, a: Operand, list: Operand) -> Result<String, KipError> {
 /// A FILTER expression as an SQL boolean (never NULL).
 pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) -> Result<String, KipError> {
     Ok(match e {
-        Expr::Value(v) => bool_sql(bound_value(v)? == Json::Bool(true)),
+        Expr::Value(v) => bool_sql(crate::compile::bound::value(v)? == Json::Bool(true)),
         Expr::Path(p) => match path_operand(access, cx, p)? {
             Operand::Json(j) => format!("coalesce({j} = 'true'::jsonb, false)"),
             Operand::Object(_) => return Err(not_comparable(&path_text(p))),

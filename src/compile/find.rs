@@ -19,7 +19,7 @@ use crate::compile::filter::unbound;
 use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
-use crate::exec::Ctx;
+use crate::compile::env::Env;
 use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
 use kip_lang::{ErrorCode, KipError};
 
@@ -69,9 +69,9 @@ fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
 
 /// Compile a FIND for the page `[offset, offset + limit)`; the SQL fetches
 /// one extra row so the caller knows whether more exist.
-pub(crate) fn compile_find(q: &FindQuery, ctx: &Ctx, limit: u64, offset: u64) -> Result<FindSql, KipError> {
+pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> Result<FindSql, KipError> {
     let mut params = Params::new();
-    let mut cx = Cx::new(ctx, &mut params);
+    let mut cx = Cx::new(env, &mut params);
     let rel = compile_block(&q.where_clauses, &Scope::default(), &mut cx, true)?;
     for p in q.projections.iter().chain(q.order_by.iter().map(|k| &k.expr)) {
         match p {

@@ -26,46 +26,22 @@
 //! `("a" | "b"){m,n}` is one CTE with `predicate = ANY(...)`; everything above
 //! holds unchanged.
 
-use crate::compile::pattern::Cx;
-use crate::exec::SqlParam;
+use crate::compile::pattern::scope::Cx;
+use crate::params::SqlParam;
 use kip_lang::ast::HopRange;
 use kip_lang::{ErrorCode, KipError};
 
-pgrx::extension_sql!(
-    r#"
-CREATE FUNCTION kip.hops_exceeded(ok boolean, max_hops integer) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-    IF NOT ok THEN
-        RAISE EXCEPTION 'the walk goes deeper than kip.max_hops = % links', max_hops
-            USING ERRCODE = '54001',
-                  HINT = 'Give the quantifier an upper bound, anchor the walk closer to its target, or raise kip.max_hops.';
-    END IF;
-    RETURN true;
-END;
-$$;
-COMMENT ON FUNCTION kip.hops_exceeded(boolean, integer) IS 'Raises SQLSTATE 54001 (KIP_4002) when an open hop walk exceeds kip.max_hops';
-"#,
-    name = "kip_hops_helpers",
-    requires = ["kip_schema"]
-);
 
-/// The depth bound of hop walks (`kip.max_hops`).
-pub fn max_hops() -> u32 {
-    crate::guc::MAX_HOPS.get().max(1) as u32
-}
-
-fn too_deep(msg: String) -> KipError {
+fn too_deep(msg: String, cap: u32) -> KipError {
     KipError::new(ErrorCode::ResourceExhausted, msg)
-        .with_hint(format!("Hop quantifiers may span at most kip.max_hops = {} links; narrow the range.", max_hops()))
+        .with_hint(format!("Hop quantifiers may span at most kip.max_hops = {cap} links; narrow the range."))
 }
 
-/// Reject ranges the engine will not walk.
-pub fn check_range(range: HopRange) -> Result<(), KipError> {
-    let cap = max_hops();
+/// Reject ranges the engine will not walk (`cap` is `kip.max_hops`).
+pub fn check_range(range: HopRange, cap: u32) -> Result<(), KipError> {
     match range.max {
-        Some(n) if n > cap => Err(too_deep(format!("hop range {{{},{n}}} exceeds the limit of {cap} hops", range.min))),
-        None if range.min > cap => Err(too_deep(format!("hop range {{{},}} starts beyond the limit of {cap} hops", range.min))),
+        Some(n) if n > cap => Err(too_deep(format!("hop range {{{},{n}}} exceeds the limit of {cap} hops", range.min), cap)),
+        None if range.min > cap => Err(too_deep(format!("hop range {{{},}} starts beyond the limit of {cap} hops", range.min), cap)),
         _ => Ok(()),
     }
 }
@@ -86,7 +62,7 @@ pub fn walk_sql(cx: &mut Cx, anchor: &str, forward: bool, predicates: &[String],
     if range.max == Some(0) {
         return Ok(format!("SELECT w.node FROM ({base}) w"));
     }
-    let cap = max_hops();
+    let cap = cx.env.limits.max_hops.max(1);
     // Open walks explore one level past the cap to detect that they would go on.
     let limit = range.max.unwrap_or(cap + 1);
     let limit_sql = format!("{}::int", cx.params.push(SqlParam::Int(i64::from(limit))));

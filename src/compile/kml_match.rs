@@ -1,32 +1,27 @@
-//! Selecting the targets of UPDATE / DELETE / MERGE: the WHERE block goes
-//! through the shared pattern compiler (`compile::pattern`), and the distinct
-//! elements bound to the target variable come back with their kind (and, for
-//! concepts, type and name, which the protection rules need).
+//! The statement that selects the targets of UPDATE / DELETE / MERGE: the
+//! WHERE block goes through the shared pattern compiler (`compile::pattern`),
+//! and the distinct elements bound to the target variable come back as
+//! `(id, type, name)` rows (type and name are NULL for propositions; the
+//! protection rules need them for concepts), in id order; and the pair of
+//! concepts MERGE joins.
 
-use super::element::ElementKind;
-use super::kml_args::lit_str;
-use super::kml_ids::ElementRef;
+use super::env::Env;
 use super::pattern::{compile_pattern, VarKind};
 use super::Params;
-use crate::exec::Ctx;
-use crate::exec::{spi, Access, SqlParam};
-use crate::schema::registry::{self, Kind, Requirement};
-use kip_lang::ast::{ConceptSelector, Endpoint, Predicate, PropPattern, StrArg, WhereClause};
+use kip_lang::ast::WhereClause;
 use kip_lang::{ErrorCode, KipError};
-use serde_json::Value;
 
-/// One distinct element bound to the target variable.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Target {
-    pub element: ElementRef,
-    /// Type and name (concepts only).
-    pub identity: Option<(String, String)>,
+/// A compiled target selection.
+#[derive(Debug)]
+pub struct TargetsSql {
+    pub sql: String,
+    pub params: Params,
 }
 
 /// The distinct elements bound to `?var` by `clauses`, at most `limit`.
-pub fn targets(clauses: &[WhereClause], ctx: &Ctx, var: &str, limit: Option<u64>) -> Result<Vec<Target>, KipError> {
+pub fn targets_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>) -> Result<TargetsSql, KipError> {
     let mut params = Params::new();
-    let pattern = compile_pattern(clauses, ctx, &mut params)?;
+    let pattern = compile_pattern(clauses, env, &mut params)?;
     let binding = pattern.vars.iter().find(|v| v.name == var).ok_or_else(|| {
         KipError::new(ErrorCode::ReferenceError, format!("?{var} is not bound by the WHERE pattern"))
             .with_hint(format!("Bind ?{var} in WHERE {{ … }} with a concept clause (?{var} {{type: …, name: …}}) or a proposition clause (?{var} (…))."))
@@ -45,110 +40,28 @@ pub fn targets(clauses: &[WhereClause], ctx: &Ctx, var: &str, limit: Option<u64>
         col = binding.column,
         pattern = pattern.sql,
     );
-    let rows = spi::query(&sql, params.values(), Access::ReadWrite)?;
-    let found: Vec<Target> = rows
-        .into_iter()
-        .map(|r| {
-            let id = r.first().and_then(Value::as_i64).unwrap_or_default();
-            match (r.get(1).and_then(Value::as_str), r.get(2).and_then(Value::as_str)) {
-                (Some(t), Some(n)) => Target { element: ElementRef::concept(id), identity: Some((t.to_string(), n.to_string())) },
-                _ => Target { element: ElementRef { kind: ElementKind::Proposition, id }, identity: None },
-            }
-        })
-        .collect();
-    if found.is_empty() {
-        identities_exist(clauses, ctx)?;
-    }
-    Ok(found)
+    Ok(TargetsSql { sql, params })
 }
 
-/// When nothing matched, explain why if the pattern names something that
-/// does not exist: an unregistered type or predicate is `KIP_2001` (with a
-/// "did you mean" hint), a `{type, name}` identity naming no concept is
-/// `KIP_3002` — the command addressed something absent, which an empty
-/// success would hide. Only top-level clauses are considered.
-fn identities_exist(clauses: &[WhereClause], ctx: &Ctx) -> Result<(), KipError> {
-    let mut identities = Vec::new();
-    let mut needed = Vec::new();
-    for clause in clauses {
-        match clause {
-            WhereClause::Concept { selector, .. } => {
-                collect_type(selector, &mut needed)?;
-                collect_selector(selector, &mut identities)?;
-            }
-            WhereClause::Proposition { pattern, .. } => {
-                collect_schema(pattern, &mut needed)?;
-                collect_pattern(pattern, &mut identities)?;
-            }
-            _ => {}
+/// MERGE's two sides: one row with the number of distinct concepts bound to
+/// `?source` and the smallest of them, then the same for `?target`.
+pub fn pair_sql(clauses: &[WhereClause], env: Env, source: &str, target: &str) -> Result<TargetsSql, KipError> {
+    let mut params = Params::new();
+    let pattern = compile_pattern(clauses, env, &mut params)?;
+    let column = |var: &str| -> Result<String, KipError> {
+        let b = pattern.vars.iter().find(|v| v.name == var).ok_or_else(|| {
+            KipError::new(ErrorCode::ReferenceError, format!("?{var} is not bound by the WHERE pattern"))
+                .with_hint(format!("Bind it with a concept clause: ?{var} {{type: \"…\", name: \"…\"}}."))
+        })?;
+        if !matches!(b.kind, VarKind::Concept | VarKind::Element) {
+            return Err(KipError::syntax(format!("?{var} must bind a concept node")).with_hint("MERGE CONCEPT merges two concept nodes."));
         }
-    }
-    registry::require_all(&ctx.space, &needed)?;
-    for (t, n) in identities {
-        let exists = spi::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3)",
-            &[ctx.space.param(), SqlParam::Text(t.clone()), SqlParam::Text(n.clone())],
-            Access::ReadWrite,
-        )?;
-        if exists != Value::Bool(true) {
-            return Err(KipError::new(ErrorCode::NotFound, format!("concept {{type: {t:?}, name: {n:?}}} does not exist"))
-                .with_hint("Nothing was changed. Check the type and name (case-sensitive) with SEARCH or FIND."));
-        }
-    }
-    Ok(())
-}
-
-fn collect_type(selector: &ConceptSelector, out: &mut Vec<Requirement>) -> Result<(), KipError> {
-    if let ConceptSelector::TypeName { type_name: t, .. } | ConceptSelector::Type(t) = selector {
-        out.push(Requirement { kind: Kind::ConceptType, name: lit_str(t)?.to_string() });
-    }
-    Ok(())
-}
-
-fn collect_schema(pattern: &PropPattern, out: &mut Vec<Requirement>) -> Result<(), KipError> {
-    if let PropPattern::Triple(t) = pattern {
-        let predicates: Vec<&StrArg> = match &t.predicate {
-            Predicate::Literal(p) => vec![p],
-            Predicate::Alternatives(ps) | Predicate::Hops { predicates: ps, .. } => ps.iter().collect(),
-            Predicate::Var(_) => vec![],
-        };
-        for p in predicates {
-            out.push(Requirement { kind: Kind::Predicate, name: lit_str(p)?.to_string() });
-        }
-        for e in [&t.subject, &t.object] {
-            match e {
-                Endpoint::Concept(sel) => collect_type(sel, out)?,
-                Endpoint::Proposition(p) => collect_schema(p, out)?,
-                _ => {}
-            }
-        }
-    }
-    Ok(())
-}
-
-fn collect_selector(selector: &ConceptSelector, out: &mut Vec<(String, String)>) -> Result<(), KipError> {
-    if let ConceptSelector::TypeName { type_name, name } = selector {
-        out.push((lit_str(type_name)?.to_string(), lit_str(name)?.to_string()));
-    }
-    Ok(())
-}
-
-fn collect_pattern(pattern: &PropPattern, out: &mut Vec<(String, String)>) -> Result<(), KipError> {
-    if let PropPattern::Triple(t) = pattern {
-        for e in [&t.subject, &t.object] {
-            match e {
-                Endpoint::Concept(sel) => collect_selector(sel, out)?,
-                Endpoint::Proposition(p) => collect_pattern(p, out)?,
-                _ => {}
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Split targets into concept and proposition row ids.
-pub fn split(targets: &[Target]) -> (Vec<i64>, Vec<i64>) {
-    let concepts = targets.iter().filter(|t| t.element.is_concept()).map(|t| t.element.id).collect();
-    let links = targets.iter().filter(|t| !t.element.is_concept()).map(|t| t.element.id).collect();
-    (concepts, links)
+        Ok(b.column.clone())
+    };
+    let (s, t) = (column(source)?, column(target)?);
+    let sql = format!(
+        "SELECT count(DISTINCT m.{s}), min(m.{s}), count(DISTINCT m.{t}), min(m.{t}) FROM ({}) m",
+        pattern.sql
+    );
+    Ok(TargetsSql { sql, params })
 }

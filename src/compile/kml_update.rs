@@ -13,8 +13,9 @@
 //! precision, like the JSON numbers agents exchange; whole results print as
 //! integers (`1`, not `1.0`).
 
-use super::element::{self, ElementKind};
-use super::kml_args;
+use super::element;
+use super::ids::ElementKind;
+use super::bound;
 use super::Params;
 use kip_lang::ast::{DotPath, PathField, UpdateExpr, UpdateField, UpdateFunc};
 use kip_lang::KipError;
@@ -39,7 +40,7 @@ pub fn patch(fields: Option<&[UpdateField]>, alias: &str, kind: ElementKind, par
 
 fn expr(e: &UpdateExpr, alias: &str, kind: ElementKind, params: &mut Params) -> Result<String, KipError> {
     Ok(match e {
-        UpdateExpr::Value(v) => params.json(kml_args::value(v)?),
+        UpdateExpr::Value(v) => params.json(bound::value(v)?),
         UpdateExpr::Path(p) => path(p, alias, kind, params),
         UpdateExpr::Call { func, args } => {
             let args: Vec<String> = args.iter().map(|a| expr(a, alias, kind, params)).collect::<Result<_, _>>()?;

@@ -3,9 +3,9 @@
 
 pub mod element;
 pub mod export;
-pub mod kml_args;
-pub mod kml_ids;
-pub mod kml_store;
+pub mod bound;
+pub mod env;
+pub mod ids;
 pub mod kml_match;
 pub mod kml_update;
 

@@ -21,7 +21,9 @@
 //!   `kip.propositions` by `id` to get anything else.
 //! * Column aliases are generated (`v_1`, `v_2`, …); KIP variable names never
 //!   reach SQL text, and every literal is a bind parameter in `params`.
-//! * Every table reference is restricted to `ctx.space`.
+//! * Every table reference is restricted to `env.space`; literal ids and
+//!   the unanchored-scan guard are decided from `env.facts` (read by
+//!   `resolve::pattern_facts` before compilation).
 //! * Errors: `{id: …}` / `(id: …)` / bare ids naming nothing in the space →
 //!   `KIP_3002`; a malformed id → `KIP_1001`; a multi-hop clause without a
 //!   grounded endpoint → `KIP_1001`; a hop bound above `kip.max_hops`, an open
@@ -32,16 +34,17 @@
 //!   comparison `KIP_1001`).
 
 mod block;
+mod builder;
 mod endpoint;
 mod ground;
 mod groups;
-mod scope;
+pub(crate) mod scope;
 
 pub(crate) use block::compile_block;
-pub(crate) use scope::{Cx, Row, Scope, Var};
+pub(crate) use scope::{Cx, Row, Scope, Var, VarBinding, VarKind};
 
 use crate::compile::Params;
-use crate::exec::Ctx;
+use crate::compile::env::Env;
 use kip_lang::ast::WhereClause;
 use kip_lang::KipError;
 
@@ -52,38 +55,14 @@ pub struct Pattern {
     pub vars: Vec<VarBinding>,
 }
 
-/// One variable visible at the top level of a pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VarBinding {
-    /// KIP variable name without the leading `?`.
-    pub name: String,
-    pub kind: VarKind,
-    /// The generated SQL column alias of this variable in `Pattern::sql`.
-    pub column: String,
-}
-
-/// What a variable's column holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VarKind {
-    /// bigint id of a `kip.concepts` row.
-    Concept,
-    /// bigint id of a `kip.propositions` row.
-    Proposition,
-    /// bigint id of a concept **or** a proposition (an endpoint variable no
-    /// clause pins down to one kind).
-    Element,
-    /// text: the predicate name bound by a predicate variable `?p`.
-    Predicate,
-}
-
 /// Compile a WHERE block into SQL: a SELECT returning one row per solution,
 /// one column per variable visible at top level.
 pub fn compile_pattern(
     clauses: &[WhereClause],
-    ctx: &Ctx,
+    env: Env,
     params: &mut Params,
 ) -> Result<Pattern, KipError> {
-    let mut cx = Cx::new(ctx, params);
+    let mut cx = Cx::new(env, params);
     let rel = compile_block(clauses, &Scope::default(), &mut cx, false)?;
     let cols: Vec<String> = rel.vars.iter().map(|v| v.column.clone()).collect();
     let sql = if cols.is_empty() {

@@ -10,10 +10,10 @@
 
 use crate::exec::Ctx;
 use crate::engine::envelope::Outcome;
-use crate::compile::kml_args::lit_str;
-use crate::compile::kml_match::{self, Target};
+use crate::compile::bound::lit_str;
+use crate::engine::targets::{self, Target};
 use crate::exec::{spi, Access, SqlParam};
-use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
+use crate::resolve::protection::{self, Protection, CORE_DIRECTIVES};
 use crate::schema::reserved;
 use kip_lang::ast::{Command, Delete, StrArg};
 use kip_lang::{ErrorCode, KipError};
@@ -25,20 +25,20 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     let result = match delete {
         Delete::Attributes { keys, target, where_clauses } => {
-            let targets = kml_match::targets(where_clauses, ctx, target, None)?;
+            let targets = targets::targets(where_clauses, ctx, target, None)?;
             delete_keys(ctx, &targets, keys, Column::Attributes)?
         }
         Delete::Metadata { keys, target, where_clauses } => {
             reserved::check_deleted_keys(keys)?;
-            let targets = kml_match::targets(where_clauses, ctx, target, None)?;
+            let targets = targets::targets(where_clauses, ctx, target, None)?;
             delete_keys(ctx, &targets, keys, Column::Metadata)?
         }
         Delete::Propositions { target, where_clauses } => {
-            let targets = kml_match::targets(where_clauses, ctx, target, None)?;
+            let targets = targets::targets(where_clauses, ctx, target, None)?;
             delete_propositions(ctx, target, &targets)?
         }
         Delete::Concept { target, where_clauses } => {
-            let targets = kml_match::targets(where_clauses, ctx, target, None)?;
+            let targets = targets::targets(where_clauses, ctx, target, None)?;
             delete_concepts(ctx, target, &targets)?
         }
     };
@@ -65,7 +65,7 @@ fn delete_keys(ctx: &Ctx, targets: &[Target], keys: &[StrArg], column: Column) -
             _ => {}
         }
     }
-    let (concepts, links) = kml_match::split(targets);
+    let (concepts, links) = targets::split(targets);
     protection::refuse_anchoring_links(&ctx.space, &links, "delete keys of")?;
     let (concept_sql, link_sql) = match column {
         Column::Attributes => (
@@ -91,7 +91,7 @@ fn delete_keys(ctx: &Ctx, targets: &[Target], keys: &[StrArg], column: Column) -
 /// `DELETE PROPOSITIONS ?l`: the links, and every higher-order link that
 /// references them (counted).
 fn delete_propositions(ctx: &Ctx, var: &str, targets: &[Target]) -> Result<Value, KipError> {
-    let (concepts, links) = kml_match::split(targets);
+    let (concepts, links) = targets::split(targets);
     if !concepts.is_empty() {
         return Err(KipError::syntax(format!("?{var} binds concept nodes; DELETE PROPOSITIONS removes proposition links"))
             .with_hint(format!("Use DELETE CONCEPT ?{var} DETACH WHERE {{ … }} to delete concepts, or bind ?{var} to a link: ?{var} (?s, \"p\", ?o).")));
@@ -128,7 +128,7 @@ fn delete_concepts(ctx: &Ctx, var: &str, targets: &[Target]) -> Result<Value, Ki
             _ => {}
         }
     }
-    let (concepts, _) = kml_match::split(targets);
+    let (concepts, _) = targets::split(targets);
     if concepts.is_empty() {
         return Ok(json!({ "deleted_concepts": 0, "deleted_propositions": 0 }));
     }

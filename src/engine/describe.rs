@@ -13,15 +13,15 @@
 //!   (the conformance fixtures' code; the lookup is case-sensitive).
 
 use crate::exec::Ctx;
-use super::find::{literal, page_size};
+use super::find::page_size;
+use crate::compile::bound::{lit, opt_lit};
+use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
 use crate::engine::envelope::Outcome;
 use crate::exec::{cursor, spi, Access, SqlParam};
 use kip_lang::ast::{Command, Describe};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Value};
 
-const CONCEPT_TYPE: &str = "$ConceptType";
-const PROPOSITION_TYPE: &str = "$PropositionType";
 /// Domains listed in the primer's map, and key concepts per domain.
 const PRIMER_DOMAINS: i64 = 200;
 const KEY_CONCEPTS: i64 = 10;
@@ -33,17 +33,13 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     match d {
         Describe::Primer => primer(ctx),
         Describe::Domains => Ok(Outcome::new(domains(ctx, None)?)),
-        Describe::ConceptTypes { limit, cursor } => type_names(ctx, CONCEPT_TYPE, literal(limit)?, literal(cursor)?),
+        Describe::ConceptTypes { limit, cursor } => type_names(ctx, CONCEPT_TYPE, opt_lit(limit)?, opt_lit(cursor)?),
         Describe::PropositionTypes { limit, cursor } => {
-            type_names(ctx, PROPOSITION_TYPE, literal(limit)?, literal(cursor)?)
+            type_names(ctx, PROPOSITION_TYPE, opt_lit(limit)?, opt_lit(cursor)?)
         }
         Describe::ConceptType(name) => definition(ctx, CONCEPT_TYPE, "concept type", &lit(name)?),
         Describe::PropositionType(name) => definition(ctx, PROPOSITION_TYPE, "proposition type", &lit(name)?),
     }
-}
-
-fn lit(arg: &kip_lang::ast::StrArg) -> Result<String, KipError> {
-    Ok(literal(&Some(arg.clone()))?.unwrap_or_default())
 }
 
 /// The definition node of a type, without metadata.
@@ -66,7 +62,7 @@ fn definition(ctx: &Ctx, meta_type: &str, what: &str, name: &str) -> Result<Outc
 /// Names of all `$ConceptType` / `$PropositionType` nodes, paginated.
 fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<String>) -> Result<Outcome, KipError> {
     let limit = page_size(limit);
-    let shape = format!("{}\u{0}DESCRIBE {meta_type}", ctx.space.name());
+    let shape = cursor::shape(&ctx.space, &format!("DESCRIBE {meta_type}"));
     let offset = match token {
         Some(t) => cursor::decode(&shape, &t)?,
         None => 0,

@@ -11,11 +11,16 @@
 //! writes stays within what kip's parser reads back.
 //! Reserved `_` metadata is engine bookkeeping and never exported.
 
-use super::find::{literal, page_size};
-use crate::exec::Ctx;
+mod load;
+
+use super::find::page_size;
+use crate::compile::bound::opt_lit;
+use crate::compile::env::Env;
+use crate::compile::export::page_sql;
 use crate::engine::envelope::Outcome;
-use crate::compile::export::{load_closure, select_page, EndpointId, Stored};
-use crate::exec::cursor;
+use crate::exec::{cursor, spi, Access, Ctx};
+use crate::resolve;
+use load::{load_closure, EndpointId, Stored};
 use kip_lang::ast::{
     Bindable, Command, ConceptBlock, ConceptSelector, Endpoint, Export, Field, Fields, Predicate, PropPattern,
     PropositionBlock, Script, Triple, Upsert, UpsertItem, ValueOrParam,
@@ -24,6 +29,27 @@ use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashSet};
 
+/// One page of the elements bound to the export target.
+struct Page {
+    /// Element ids of the page, in page order.
+    ids: Vec<i64>,
+    /// True when more matched elements follow this page.
+    more: bool,
+}
+
+/// The distinct elements bound to `?target`, skipping `offset` and
+/// returning at most `limit` of them.
+fn select_page(export: &Export, ctx: &Ctx, offset: u64, limit: u64) -> Result<Page, KipError> {
+    let facts = resolve::pattern_facts(&ctx.space, &export.where_clauses, Access::ReadOnly)?;
+    let env = Env { space: ctx.space.name(), limits: resolve::limits(), facts: &facts };
+    let compiled = page_sql(&export.where_clauses, &export.target, env, offset, limit)?;
+    let rows = spi::query(&compiled.sql, compiled.params.values(), Access::ReadOnly)?;
+    let mut ids: Vec<i64> = rows.iter().filter_map(|r| r.first().and_then(Value::as_i64)).collect();
+    let more = ids.len() as u64 > limit;
+    ids.truncate(limit as usize);
+    Ok(Page { ids, more })
+}
+
 /// Attempts at reading a consistent page when concurrent deletes race it.
 const EXPORT_ATTEMPTS: u32 = 4;
 
@@ -31,9 +57,9 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Export(export) = command else {
         return Err(KipError::new(ErrorCode::InternalError, "EXPORT executor called with another command"));
     };
-    let limit = page_size(literal(&export.limit)?);
-    let shape = query_shape(export, ctx);
-    let offset = match literal(&export.cursor)? {
+    let limit = page_size(opt_lit(&export.limit)?);
+    let shape = cursor::query_shape(&ctx.space, command);
+    let offset = match opt_lit(&export.cursor)? {
         Some(token) => cursor::decode(&shape, &token)?,
         None => 0,
     };
@@ -44,7 +70,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let mut attempt = 0;
     let (page, upsert) = loop {
         attempt += 1;
-        let page = select_page(&export.where_clauses, &export.target, ctx, offset, limit)?;
+        let page = select_page(export, ctx, offset, limit)?;
         let loaded = load_closure(ctx, &page.ids)?;
         match Capsule::new(&page.ids, &loaded).and_then(|capsule| capsule.build(&page.ids)) {
             Ok(upsert) => break (page, upsert),
@@ -60,15 +86,6 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     })
 }
 
-/// The identity of an export for its cursor tokens: its canonical text
-/// without LIMIT and CURSOR, plus the memory space.
-fn query_shape(export: &Export, ctx: &Ctx) -> String {
-    let mut bare = export.clone();
-    bare.limit = None;
-    bare.cursor = None;
-    let text = kip_lang::print(&Script { commands: vec![Command::Export(bare)] });
-    format!("{}\u{0}{}", ctx.space.name(), text)
-}
 
 fn count(upsert: &Upsert) -> (usize, usize) {
     let concepts = upsert.items.iter().filter(|i| matches!(i, UpsertItem::Concept(_))).count();

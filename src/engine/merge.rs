@@ -13,12 +13,13 @@ mod repoint;
 
 use crate::exec::Ctx;
 use crate::engine::envelope::Outcome;
-use crate::compile::kml_args::lit_str;
-use crate::compile::kml_ids::ElementRef;
-use crate::compile::pattern::{compile_pattern, VarKind};
-use crate::compile::Params;
+use crate::compile::bound::lit_str;
+use crate::compile::ids::ElementRef;
+use crate::compile::env::Env;
+use crate::compile::kml_match::pair_sql;
+use crate::resolve;
 use crate::exec::{spi, Access, SqlParam};
-use crate::schema::protection;
+use crate::resolve::protection;
 use kip_lang::ast::{Command, ConceptSelector, Merge, WhereClause};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Map, Value};
@@ -79,24 +80,10 @@ fn report(repointed: u64, deduplicated: u64, filled: u64) -> Value {
 
 /// The single element bound to each side.
 fn bind_pair(merge: &Merge, ctx: &Ctx) -> Result<(i64, i64), KipError> {
-    let mut params = Params::new();
-    let pattern = compile_pattern(&merge.where_clauses, ctx, &mut params)?;
-    let column = |var: &str| -> Result<String, KipError> {
-        let b = pattern.vars.iter().find(|v| v.name == var).ok_or_else(|| {
-            KipError::new(ErrorCode::ReferenceError, format!("?{var} is not bound by the WHERE pattern"))
-                .with_hint(format!("Bind it with a concept clause: ?{var} {{type: \"…\", name: \"…\"}}."))
-        })?;
-        if !matches!(b.kind, VarKind::Concept | VarKind::Element) {
-            return Err(KipError::syntax(format!("?{var} must bind a concept node")).with_hint("MERGE CONCEPT merges two concept nodes."));
-        }
-        Ok(b.column.clone())
-    };
-    let (s, t) = (column(&merge.source)?, column(&merge.target)?);
-    let sql = format!(
-        "SELECT count(DISTINCT m.{s}), min(m.{s}), count(DISTINCT m.{t}), min(m.{t}) FROM ({}) m",
-        pattern.sql
-    );
-    let rows = spi::query(&sql, params.values(), Access::ReadWrite)?;
+    let facts = resolve::pattern_facts(&ctx.space, &merge.where_clauses, Access::ReadWrite)?;
+    let env = Env { space: ctx.space.name(), limits: resolve::limits(), facts: &facts };
+    let compiled = pair_sql(&merge.where_clauses, env, &merge.source, &merge.target)?;
+    let rows = spi::query(&compiled.sql, compiled.params.values(), Access::ReadWrite)?;
     let row = rows.into_iter().next().unwrap_or_default();
     let at = |i: usize| row.get(i).and_then(Value::as_i64).unwrap_or_default();
     let one = |count: i64, id: i64, var: &str| -> Result<i64, KipError> {

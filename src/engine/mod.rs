@@ -23,6 +23,8 @@ pub mod find;
 pub mod limits;
 pub mod merge;
 pub mod search;
+pub mod store;
+pub mod targets;
 pub mod update;
 pub mod upsert;
 
@@ -159,12 +161,4 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         Command::Merge(_) => merge::execute(command, ctx),
         Command::Delete(_) => delete::execute(command, ctx),
     }
-}
-
-pub(crate) fn not_supported(command: &Command) -> KipError {
-    KipError::new(
-        ErrorCode::InternalError,
-        format!("{} is not supported by this version of the kip engine", command.keyword()),
-    )
-    .with_hint("The command parsed correctly; this engine cannot execute it yet.")
 }

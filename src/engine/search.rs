@@ -3,7 +3,7 @@
 
 use crate::exec::Ctx;
 use crate::engine::envelope::Outcome;
-use crate::compile::element::ElementKind;
+use crate::compile::ids::ElementKind;
 use crate::search::{self, Mode, Query};
 use kip_lang::ast::{Bindable, Command, SearchMode, SearchTarget};
 use kip_lang::{ErrorCode, KipError};
@@ -22,7 +22,7 @@ fn unbound(what: &str) -> KipError {
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Search(search) = command else {
-        return Err(super::not_supported(command));
+        return Err(KipError::new(ErrorCode::InternalError, "SEARCH executor called with another command"));
     };
     let term = search.term.as_str().ok_or_else(|| unbound("term"))?.trim();
     if term.is_empty() {

@@ -5,13 +5,13 @@
 
 use crate::exec::Ctx;
 use crate::engine::envelope::Outcome;
-use crate::compile::element::ElementKind;
-use crate::compile::kml_args::lit_u64;
-use crate::compile::kml_match;
+use crate::compile::ids::ElementKind;
+use crate::compile::bound::lit_u64;
+use crate::engine::targets;
 use crate::compile::kml_update::patch;
 use crate::compile::Params;
 use crate::exec::{spi, Access, SqlParam};
-use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
+use crate::resolve::protection::{self, Protection, CORE_DIRECTIVES};
 use crate::schema::reserved;
 use kip_lang::ast::{Command, Update};
 use kip_lang::{ErrorCode, KipError};
@@ -23,7 +23,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     reserved::check_update_fields(update.set_metadata.as_deref())?;
     let limit = update.limit.as_ref().map(lit_u64).transpose()?;
-    let targets = kml_match::targets(&update.where_clauses, ctx, &update.target, limit)?;
+    let targets = targets::targets(&update.where_clauses, ctx, &update.target, limit)?;
     let sets_directives = update.set_attributes.iter().flatten().any(|f| f.key == CORE_DIRECTIVES);
     for t in &targets {
         let Some((type_name, name)) = &t.identity else { continue };
@@ -33,7 +33,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
             _ => {}
         }
     }
-    let (concepts, links) = kml_match::split(&targets);
+    let (concepts, links) = targets::split(&targets);
     protection::refuse_anchoring_links(&ctx.space, &links, "UPDATE")?;
     let updated = rewrite(ctx, update, "kip.concepts", ElementKind::Concept, concepts)?
         + rewrite(ctx, update, "kip.propositions", ElementKind::Proposition, links)?;

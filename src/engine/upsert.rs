@@ -12,8 +12,8 @@ mod write;
 
 use crate::exec::Ctx;
 use crate::engine::envelope::Outcome;
-use crate::compile::kml_args::optional_object;
-use crate::schema::registry;
+use crate::compile::bound::optional_object;
+use crate::resolve::registry;
 use kip_lang::ast::{Command, UpsertItem};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::json;

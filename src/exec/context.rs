@@ -5,7 +5,7 @@ use super::Access;
 use crate::space::Space;
 
 /// Who issued a command. Only the extension's own bootstrap may refine the
-/// immutable core of the schema (see `schema::protection`).
+/// immutable core of the schema (see `resolve::protection`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     /// An agent or application (kip_execute, the maintenance cycle's tasks).

@@ -13,8 +13,21 @@
 //! element ids), so pages neither repeat nor skip rows while the data does
 //! not change.
 
+use crate::space::Space;
+use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
 use std::hash::Hasher;
+
+/// The shape of a paged command: its canonical text without LIMIT and
+/// CURSOR (parameters are already bound into it), plus the memory space.
+pub fn query_shape(space: &Space, command: &Command) -> String {
+    shape(space, &kip_lang::print(&Script { commands: vec![command.without_paging()] }))
+}
+
+/// The shape of a paged listing described by `text` in `space`.
+pub fn shape(space: &Space, text: &str) -> String {
+    format!("{}\u{0}{}", space.name(), text)
+}
 
 const VERSION: &str = "k1";
 

@@ -55,6 +55,24 @@ pub enum Command {
 }
 
 impl Command {
+    /// The command without its LIMIT and CURSOR (FIND, EXPORT): what stays
+    /// the same from one page to the next.
+    pub fn without_paging(&self) -> Command {
+        let mut bare = self.clone();
+        match &mut bare {
+            Command::Find(q) => {
+                q.limit = None;
+                q.cursor = None;
+            }
+            Command::Export(e) => {
+                e.limit = None;
+                e.cursor = None;
+            }
+            _ => {}
+        }
+        bare
+    }
+
     /// True for KML statements (UPSERT/UPDATE/MERGE/DELETE), i.e. the
     /// commands that need `execute_kip` (not `execute_kip_readonly`) and
     /// whose errors stop a batch.

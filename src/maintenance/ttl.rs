@@ -8,7 +8,7 @@
 //!    `SleepTask` in `completed`/`failed`; a `Commitment` in
 //!    `fulfilled`/`cancelled`/`expired`; or any other type whose own
 //!    `metadata.memory_tier` is `short-term`;
-//! 3. it is not protected (`schema::protection::exempt_from_maintenance_sql`);
+//! 3. it is not protected (`resolve::protection::exempt_from_maintenance_sql`);
 //! 4. no concept relies on it as its sole `derived_from` evidence (12A.5).
 //!
 //! Links (12D) with an expired `expires_at` are deleted unless superseded,
@@ -18,7 +18,7 @@
 //! Expired nodes outside the whitelist are metadata pollution: they get a
 //! `review` SleepTask (see `tasks`) and are never deleted.
 
-use crate::schema::protection::exempt_from_maintenance_sql as protected_concept;
+use crate::resolve::protection::exempt_from_maintenance_sql as protected_concept;
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::KipError;
 

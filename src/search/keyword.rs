@@ -49,7 +49,7 @@
 //! works whatever `search_path` is.
 
 use super::{word_stats, Hit, Query};
-use crate::compile::element::ElementKind;
+use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;
 use crate::exec::{extensions, spi, SqlParam};

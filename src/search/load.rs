@@ -2,7 +2,8 @@
 //! with its `_score` in `metadata` (rounded to 4 decimals).
 
 use super::Hit;
-use crate::compile::element::{concept_json, proposition_json, ElementKind};
+use crate::compile::element::{concept_json, proposition_json};
+use crate::compile::ids::ElementKind;
 use crate::exec::Ctx;
 use crate::exec::{spi, SqlParam};
 use kip_lang::KipError;

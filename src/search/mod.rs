@@ -21,7 +21,7 @@ mod load;
 pub mod semantic;
 mod word_stats;
 
-use crate::compile::element::ElementKind;
+use crate::compile::ids::ElementKind;
 use crate::embed;
 use crate::exec::Ctx;
 use kip_lang::KipError;

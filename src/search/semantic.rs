@@ -18,7 +18,7 @@
 //! Score: cosine similarity, clamped to [0, SCORE_CEILING].
 
 use super::{Hit, Query};
-use crate::compile::element::ElementKind;
+use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;
 use crate::exec::{extensions, spi, SqlParam};

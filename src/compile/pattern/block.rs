@@ -10,164 +10,12 @@
 //! and `NOT` apply to the block's solutions wherever they are written, so
 //! they are compiled last, with every variable of the block in scope.
 
-use super::scope::{kind_conflict, Cx, Row, Scope, Var};
-use super::{endpoint, groups, VarBinding, VarKind};
-use crate::compile::filter::{self, VarAccess};
+use super::builder::{Builder, Rel};
+use super::scope::{kind_conflict, Cx, Scope, VarBinding, VarKind};
+use super::{endpoint, groups};
+use crate::compile::filter;
 use kip_lang::ast::{Expr, WhereClause};
 use kip_lang::KipError;
-
-/// A compiled block: a SELECT with one column per own variable (and, for a
-/// top-level FIND block, an `ord` column: the UNION branch a row came from).
-#[derive(Debug, Clone)]
-pub(crate) struct Rel {
-    pub sql: String,
-    pub vars: Vec<VarBinding>,
-}
-
-enum From {
-    Inner(String),
-    /// An independent clause group: `FULL JOIN … ON true`.
-    Full(String),
-    Left(String),
-    LeftOn(String, String),
-}
-
-static NEXT_BLOCK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
-
-pub(crate) struct Builder {
-    pub id: usize,
-    from: Vec<From>,
-    conds: Vec<String>,
-    /// Variables of enclosing blocks (visible, not output).
-    outer: Scope,
-    /// Variables bound (or refined) in this block.
-    pub local: Scope,
-    /// SQL expression of the UNION branch ordinal of a row.
-    ord: String,
-}
-
-impl Builder {
-    fn new(outer: &Scope) -> Builder {
-        Builder {
-            id: NEXT_BLOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            from: Vec::new(),
-            conds: Vec::new(),
-            outer: outer.clone(),
-            local: Scope::default(),
-            ord: "0".to_string(),
-        }
-    }
-
-    pub fn lookup(&self, name: &str) -> Option<&Var> {
-        self.local.get(name).or_else(|| self.outer.get(name))
-    }
-
-    /// Bind or refine a variable in this block.
-    pub fn set_var(&mut self, name: &str, var: Var) {
-        self.local.set(name, var);
-    }
-
-    /// Bind a variable seen for the first time.
-    pub fn bind_new(&mut self, name: &str, kind: VarKind, expr: String, row: Option<Row>) {
-        let owner = self.id;
-        self.local.set(name, Var { kind, expr, row, row_owner: owner, own: true });
-    }
-
-    pub fn inner(&mut self, item: String) {
-        self.from.push(From::Inner(item));
-    }
-
-    pub fn cond(&mut self, c: String) {
-        self.conds.push(c);
-    }
-
-    /// Every variable this block sees (for nested OPTIONAL / NOT blocks).
-    fn visible(&self) -> Scope {
-        self.outer.layered(&self.local)
-    }
-
-    fn render_from(&self) -> String {
-        let mut out = String::new();
-        for (i, item) in self.from.iter().enumerate() {
-            match (i, item) {
-                (0, From::Inner(x) | From::Full(x)) => out.push_str(x),
-                (0, From::Left(x)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON true")),
-                (0, From::LeftOn(x, on)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON {on}")),
-                (_, From::Inner(x)) => out.push_str(&format!(" CROSS JOIN {x}")),
-                (_, From::Full(x)) => out.push_str(&format!(" FULL JOIN {x} ON true")),
-                (_, From::Left(x)) => out.push_str(&format!(" LEFT JOIN {x} ON true")),
-                (_, From::LeftOn(x, on)) => out.push_str(&format!(" LEFT JOIN {x} ON {on}")),
-            }
-        }
-        out
-    }
-
-    /// The block as a SELECT of its own variables (plus `ord` when asked).
-    fn render(&self, with_ord: bool) -> Rel {
-        let mut select = Vec::new();
-        let mut vars = Vec::new();
-        for (name, var) in self.local.iter().filter(|(_, v)| v.own) {
-            let column = format!("v_{}", vars.len() + 1);
-            select.push(format!("{} AS {column}", var.expr));
-            vars.push(VarBinding { name: name.clone(), kind: var.kind, column });
-        }
-        if with_ord {
-            select.push(format!("{} AS ord", self.ord));
-        }
-        if select.is_empty() {
-            select.push("1 AS unit".to_string());
-        }
-        let mut sql = format!("SELECT {}", select.join(", "));
-        if !self.from.is_empty() {
-            sql.push_str(" FROM ");
-            sql.push_str(&self.render_from());
-        }
-        if !self.conds.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&self.conds.join(" AND "));
-        }
-        Rel { sql, vars }
-    }
-}
-
-impl VarAccess for Builder {
-    fn var(&self, name: &str) -> Option<Var> {
-        self.lookup(name).cloned()
-    }
-
-    /// A readable row for `name`, LEFT-joining the element's table(s) at the
-    /// end of the join tree when none is in scope yet.
-    fn row(&mut self, cx: &mut Cx, name: &str) -> Option<Row> {
-        let var = self.lookup(name)?.clone();
-        if let Some(row) = &var.row {
-            return Some(row.clone());
-        }
-        let space = cx.space_sql.clone();
-        let join = |cx: &mut Cx, b: &mut Builder, table: &str, prefix: &str| {
-            let a = cx.alias(prefix);
-            b.from.push(From::LeftOn(
-                format!("kip.{table} {a}"),
-                format!("{a}.id = {} AND {a}.space = {space}", var.expr),
-            ));
-            a
-        };
-        let row = match var.kind {
-            VarKind::Predicate => return None,
-            VarKind::Concept => Row::Concept(join(cx, self, "concepts", "rc")),
-            VarKind::Proposition => Row::Proposition(join(cx, self, "propositions", "rp")),
-            VarKind::Element => {
-                let concept = join(cx, self, "concepts", "rc");
-                let proposition = join(cx, self, "propositions", "rp");
-                Row::Either { concept, proposition }
-            }
-        };
-        let mut refined = var.clone();
-        refined.row = Some(row.clone());
-        refined.row_owner = self.id;
-        self.local.set(name, refined);
-        Some(row)
-    }
-}
 
 /// Compile a block. `outer` holds the variables of enclosing blocks (empty
 /// for a top-level block and for UNION branches, which are independent).
@@ -227,7 +75,7 @@ fn optional(b: &mut Builder, cx: &mut Cx, inner: &[WhereClause]) -> Result<(), K
     let visible = b.visible();
     let rel = cx.in_optional_part(|cx| compile_block(inner, &visible, cx, false))?;
     let alias = cx.alias("o");
-    b.from.push(From::Left(format!("LATERAL ({}) {alias}", rel.sql)));
+    b.left(format!("LATERAL ({}) {alias}", rel.sql));
     for v in rel.vars {
         b.bind_new(&v.name, v.kind, format!("{alias}.{}", v.column), None);
     }
@@ -263,7 +111,7 @@ fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -
     };
     let alias = cx.alias("u");
     // Nothing before the UNION: the branch alone (not an extra empty row).
-    let nothing_before = b.from.is_empty() && b.conds.is_empty() && left.vars.is_empty();
+    let nothing_before = b.is_empty() && left.vars.is_empty();
     let sql = if nothing_before {
         format!("({}) {alias}", side(&right, ordinal.to_string()))
     } else {
@@ -273,10 +121,7 @@ fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -
             side(&right, ordinal.to_string())
         )
     };
-    let outer = b.outer.clone();
-    *b = Builder::new(&outer);
-    b.from.push(From::Inner(sql));
-    b.ord = format!("{alias}.ord");
+    b.restart_from(sql, format!("{alias}.ord"));
     for (i, m) in merged.iter().enumerate() {
         b.bind_new(&m.name, m.kind, format!("{alias}.u_{}", i + 1), None);
     }
@@ -317,7 +162,7 @@ fn independent_groups(
         let rel = compile_block(&clauses, &Scope::default(), cx, false)?;
         let alias = cx.alias("g");
         let item = format!("({}) {alias}", rel.sql);
-        b.from.push(if b.from.is_empty() { From::Inner(item) } else { From::Full(item) });
+        b.group(item);
         for v in rel.vars {
             b.bind_new(&v.name, v.kind, format!("{alias}.{}", v.column), None);
         }

@@ -1,11 +1,10 @@
 //! Concept clauses, proposition clauses and their endpoints.
 
-use super::block::Builder;
+use super::builder::Builder;
 use super::ground;
-use super::scope::{kind_conflict, lit, Cx, Row, Var};
-use super::VarKind;
+use super::scope::{kind_conflict, lit, Cx, Row, Var, VarKind};
 use crate::compile::hops;
-use crate::exec::SqlParam;
+use crate::params::SqlParam;
 use kip_lang::ast::{ConceptSelector, Endpoint, HopRange, PropPattern, Predicate, Triple};
 use kip_lang::{ErrorCode, KipError};
 
@@ -206,7 +205,7 @@ fn triple_clause(b: &mut Builder, cx: &mut Cx, t: &Triple) -> Result<String, Kip
 /// `(s, "p"{m,n}, o)` or `(s, ("a" | "b"){m,n}, o)`: a walk from the
 /// grounded endpoint, each hop along any of `predicates`.
 fn hop_clause(b: &mut Builder, cx: &mut Cx, t: &Triple, predicates: Vec<String>, range: HopRange) -> Result<(), KipError> {
-    hops::check_range(range)?;
+    hops::check_range(range, cx.env.limits.max_hops.max(1))?;
     let subject = endpoint(b, cx, &t.subject)?;
     let object = endpoint(b, cx, &t.object)?;
     let (anchor, target, forward) = match (subject, object) {

@@ -1,12 +1,12 @@
-//! Grounding checks that run before the pattern's SQL: ids given literally
-//! in the mandatory pattern must exist (`KIP_3002` otherwise, as the
-//! fixtures require), and an
-//! unanchored `(?s, ?p, ?o)` scan is refused on large spaces (`KIP_4002`).
+//! Grounding of literal ids and the unanchored-scan guard, decided from the
+//! facts `resolve` read before compilation: ids given literally in the
+//! mandatory pattern must exist (`KIP_3002` otherwise, as the fixtures
+//! require), and an unanchored `(?s, ?p, ?o)` scan is refused on large spaces
+//! (`KIP_4002`).
 
-use super::Cx;
-use crate::compile::element::ElementKind;
-use crate::compile::kml_ids;
-use crate::exec::{spi, Access, SqlParam};
+use super::scope::Cx;
+use crate::compile::ids::ElementKind;
+use crate::compile::ids;
 use kip_lang::{ErrorCode, KipError};
 
 fn not_found(what: &str, id: &str) -> KipError {
@@ -25,7 +25,7 @@ const NO_ELEMENT: i64 = 0;
 /// matches nothing, so it is not looked up. Malformed ids are `KIP_1001`
 /// everywhere.
 pub(crate) fn element_id(cx: &Cx, id: &str) -> Result<(ElementKind, i64), KipError> {
-    let parsed = kml_ids::parse(id)?;
+    let parsed = ids::parse(id)?;
     let n = match parsed.kind {
         ElementKind::Concept => concept_row(cx, id, parsed.id)?,
         ElementKind::Proposition => proposition_row(cx, id, parsed.id, parsed.predicate)?,
@@ -35,7 +35,7 @@ pub(crate) fn element_id(cx: &Cx, id: &str) -> Result<(ElementKind, i64), KipErr
 
 /// `{id: "C:…"}`: the row id of a concept.
 pub(crate) fn concept_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
-    let parsed = kml_ids::parse(id)?;
+    let parsed = ids::parse(id)?;
     match parsed.kind {
         ElementKind::Concept => concept_row(cx, id, parsed.id),
         ElementKind::Proposition if !cx.mandatory => Ok(NO_ELEMENT),
@@ -46,7 +46,7 @@ pub(crate) fn concept_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
 
 /// `(id: "P:…")`: the row id of a proposition.
 pub(crate) fn proposition_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
-    let parsed = kml_ids::parse(id)?;
+    let parsed = ids::parse(id)?;
     match parsed.kind {
         ElementKind::Proposition => proposition_row(cx, id, parsed.id, parsed.predicate),
         ElementKind::Concept if !cx.mandatory => Ok(NO_ELEMENT),
@@ -60,15 +60,10 @@ fn concept_row(cx: &Cx, id: &str, n: Option<i64>) -> Result<i64, KipError> {
         return Ok(n.unwrap_or(NO_ELEMENT));
     }
     let Some(n) = n else { return Err(not_found("concept", id)) };
-    let found = spi::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND id = $2)",
-        &[cx.space.param(), SqlParam::Int(n)],
-        Access::ReadOnly,
-    )?;
-    if found == serde_json::Value::Bool(true) {
-        Ok(n)
-    } else {
-        Err(not_found("concept", id))
+    match cx.env.facts.concepts.get(&n) {
+        Some(true) => Ok(n),
+        Some(false) => Err(not_found("concept", id)),
+        None => Err(unresolved(id)),
     }
 }
 
@@ -79,38 +74,35 @@ fn proposition_row(cx: &Cx, id: &str, n: Option<i64>, predicate: Option<String>)
     let Some(n) = n else {
         return if cx.mandatory { Err(not_found("proposition", id)) } else { Ok(NO_ELEMENT) };
     };
-    let found = spi::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM kip.propositions WHERE space = $1 AND id = $2 AND ($3::text IS NULL OR predicate = $3))",
-        &[cx.space.param(), SqlParam::Int(n), predicate.map(SqlParam::Text).unwrap_or(SqlParam::NullText)],
-        Access::ReadOnly,
-    )?;
-    match (found == serde_json::Value::Bool(true), cx.mandatory) {
+    let stored = cx.env.facts.propositions.get(&n).ok_or_else(|| unresolved(id))?;
+    let found = match (stored, &predicate) {
+        (Some(stored), Some(wanted)) => stored == wanted,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    match (found, cx.mandatory) {
         (true, _) => Ok(n),
         (false, true) => Err(not_found("proposition", id)),
         (false, false) => Ok(NO_ELEMENT),
     }
 }
 
-/// The largest number of propositions an unanchored `(?s, ?p, ?o)` clause may
-/// scan: ten times `kip.max_limit`.
-pub(crate) fn unanchored_scan_cap() -> i64 {
-    i64::from(crate::guc::MAX_LIMIT.get()).saturating_mul(10)
+/// A literal the resolve stage did not look up: a bug of kip, not of the
+/// command.
+fn unresolved(id: &str) -> KipError {
+    KipError::new(ErrorCode::InternalError, format!("the id {id:?} was not resolved before compilation"))
 }
 
 /// Refuse `(?s, ?p, ?o)` with nothing bound when the space is past the cap.
 pub(crate) fn check_unanchored_scan(cx: &Cx) -> Result<(), KipError> {
-    let cap = unanchored_scan_cap();
-    let over = spi::query_scalar(
-        "SELECT count(*) > $2 FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2 + 1) t",
-        &[cx.space.param(), SqlParam::Int(cap)],
-        Access::ReadOnly,
-    )?;
-    if over == serde_json::Value::Bool(true) {
-        return Err(KipError::new(
+    let cap = cx.env.limits.unanchored_scan_cap();
+    match cx.env.facts.unanchored_over_cap {
+        Some(false) => Ok(()),
+        Some(true) => Err(KipError::new(
             ErrorCode::ResourceExhausted,
             format!("the pattern (?s, ?p, ?o) has no anchor and would scan more than {cap} propositions"),
         )
-        .with_hint("Anchor it: bind the subject or object first (by type, name or id), or use a literal predicate; shard large sweeps per predicate."));
+        .with_hint("Anchor it: bind the subject or object first (by type, name or id), or use a literal predicate; shard large sweeps per predicate.")),
+        None => Err(KipError::new(ErrorCode::InternalError, "the size of the space was not resolved before compiling an unanchored (?s, ?p, ?o)")),
     }
-    Ok(())
 }

@@ -1,16 +1,37 @@
 //! Compilation state shared by every block of one statement: bound
 //! variables, their SQL expressions, and the generator of SQL aliases.
 
-use super::VarKind;
 use crate::compile::Params;
-use crate::exec::Ctx;
-use crate::space::Space;
-use kip_lang::ast::Bindable;
+use crate::compile::env::Env;
 use kip_lang::{ErrorCode, KipError};
+
+/// One variable visible at the top level of a pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VarBinding {
+    /// KIP variable name without the leading `?`.
+    pub name: String,
+    pub kind: VarKind,
+    /// The generated SQL column alias of this variable in `Pattern::sql`.
+    pub column: String,
+}
+
+/// What a variable's column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarKind {
+    /// bigint id of a `kip.concepts` row.
+    Concept,
+    /// bigint id of a `kip.propositions` row.
+    Proposition,
+    /// bigint id of a concept **or** a proposition (an endpoint variable no
+    /// clause pins down to one kind).
+    Element,
+    /// text: the predicate name bound by a predicate variable `?p`.
+    Predicate,
+}
 
 /// The statement being compiled: space, bind parameters, alias counter.
 pub(crate) struct Cx<'a> {
-    pub space: Space,
+    pub env: Env<'a>,
     /// Placeholder of the space name (`$1::text`), pushed once, used everywhere.
     pub space_sql: String,
     pub params: &'a mut Params,
@@ -22,9 +43,9 @@ pub(crate) struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    pub fn new(ctx: &Ctx, params: &'a mut Params) -> Cx<'a> {
-        let space_sql = params.text(ctx.space.name());
-        Cx { space: ctx.space.clone(), space_sql, params, mandatory: true, next_alias: 0 }
+    pub fn new(env: Env<'a>, params: &'a mut Params) -> Cx<'a> {
+        let space_sql = params.text(env.space);
+        Cx { env, space_sql, params, mandatory: true, next_alias: 0 }
     }
 
     /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
@@ -111,18 +132,7 @@ impl Scope {
     }
 }
 
-/// The literal of a bound scalar position (binding has replaced every
-/// placeholder before compilation).
-pub(crate) fn lit<T: Clone>(arg: &Bindable<T>) -> Result<T, KipError> {
-    match arg {
-        Bindable::Lit(v) => Ok(v.clone()),
-        Bindable::Param(name) => Err(KipError::new(
-            ErrorCode::InvalidSyntax,
-            format!("parameter :{name} has no value"),
-        )
-        .with_hint(format!("Pass \"{name}\" in the request's parameters."))),
-    }
-}
+pub(crate) use crate::compile::bound::lit;
 
 /// KIP_1001 for a variable used both as a predicate and as an element.
 pub(crate) fn kind_conflict(name: &str) -> KipError {

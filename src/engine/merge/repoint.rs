@@ -11,7 +11,7 @@
 //! * a link between `from` and `to` would become a self-loop, which KIP does
 //!   not allow: it is removed (and counted as deduplicated).
 
-use crate::compile::kml_ids::ElementRef;
+use crate::compile::ids::ElementRef;
 use crate::exec::{spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::KipError;

@@ -9,9 +9,9 @@
 //! `{type: "$ConceptType", name: "$ConceptType"}` defines itself: that is how
 //! the Genesis capsule can run on an empty space.
 
-use crate::compile::kml_args::lit_str;
+use crate::compile::bound::lit_str;
 use crate::engine::limits;
-use crate::schema::registry::{Kind, Requirement};
+use crate::resolve::registry::{Kind, Requirement};
 use crate::schema::{naming, reserved, CONCEPT_TYPE, PROPOSITION_TYPE};
 use kip_lang::ast::{ConceptBlock, ConceptSelector, Endpoint, PropPattern, Predicate, PropositionBlock, Upsert, UpsertItem};
 use kip_lang::{ErrorCode, KipError};

@@ -3,10 +3,10 @@
 //! structural `(s, "p", o)` references (higher-order) and bare ids.
 //! References never create anything: a missing element is `KIP_3002`.
 
-use crate::compile::element::ElementKind;
-use crate::compile::kml_args::lit_str;
-use crate::compile::kml_ids::{self, ElementRef};
-use crate::compile::kml_store as store;
+use crate::compile::ids::ElementKind;
+use crate::compile::bound::lit_str;
+use crate::compile::ids::{self, ElementRef};
+use crate::engine::store as store;
 use crate::exec::Ctx;
 use kip_lang::ast::{ConceptSelector, Endpoint, PropPattern, Predicate};
 use kip_lang::{ErrorCode, KipError};
@@ -42,7 +42,7 @@ pub fn endpoint(ctx: &Ctx, handles: &Handles, endpoint: &Endpoint) -> Result<Ele
         Endpoint::Proposition(p) => proposition(ctx, handles, p).map(|(r, _)| r),
         Endpoint::Id(id) => {
             let text = lit_str(id)?;
-            let parsed = kml_ids::parse(text)?;
+            let parsed = ids::parse(text)?;
             match parsed.kind {
                 ElementKind::Concept => concept_id(ctx, text),
                 ElementKind::Proposition => proposition_id(ctx, text).map(|(r, _)| r),
@@ -66,7 +66,7 @@ pub fn concept(ctx: &Ctx, sel: &ConceptSelector) -> Result<ElementRef, KipError>
 }
 
 fn concept_id(ctx: &Ctx, text: &str) -> Result<ElementRef, KipError> {
-    let parsed = kml_ids::parse_concept(text)?;
+    let parsed = ids::parse_concept(text)?;
     let row = match parsed.id {
         Some(id) => store::concept_by_id(&ctx.space, id, false)?,
         None => None,
@@ -93,7 +93,7 @@ pub fn proposition(ctx: &Ctx, handles: &Handles, pattern: &PropPattern) -> Resul
 }
 
 fn proposition_id(ctx: &Ctx, text: &str) -> Result<(ElementRef, String), KipError> {
-    let parsed = kml_ids::parse_proposition(text)?;
+    let parsed = ids::parse_proposition(text)?;
     let row = match parsed.id {
         Some(id) => store::proposition_by_id(&ctx.space, id, parsed.predicate.as_deref(), false)?,
         None => None,

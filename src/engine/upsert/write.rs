@@ -2,11 +2,11 @@
 //! shallow merges and the links of `SET PROPOSITIONS`.
 
 use super::resolve::{self, describe, Handles};
-use crate::compile::kml_args::{layered, lit_str, lit_u64, optional_object};
-use crate::compile::kml_ids::{self, ElementRef};
-use crate::compile::kml_store::{self as store, JsonMap};
+use crate::compile::bound::{layered, lit_str, lit_u64, optional_object};
+use crate::compile::ids::{self, ElementRef};
+use crate::engine::store::{self as store, JsonMap};
 use crate::exec::{Ctx, Origin};
-use crate::schema::protection::{self, Protection, CORE_DIRECTIVES};
+use crate::resolve::protection::{self, Protection, CORE_DIRECTIVES};
 use kip_lang::ast::{ConceptBlock, ConceptSelector, PropPattern, Predicate, PropositionBlock, SetProposition, UIntArg};
 use kip_lang::{ErrorCode, KipError};
 
@@ -105,7 +105,7 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
         }
         ConceptSelector::Id(id) => {
             let text = lit_str(id)?;
-            let parsed = kml_ids::parse_concept(text)?;
+            let parsed = ids::parse_concept(text)?;
             let row = match parsed.id {
                 Some(id) => store::concept_by_id(&ctx.space, id, guard.is_some())?,
                 None => None,
@@ -155,7 +155,7 @@ pub fn proposition_block(ctx: &Ctx, handles: &mut Handles, block: &PropositionBl
     let (id, predicate) = match &block.identity {
         PropPattern::Id(id) => {
             let text = lit_str(id)?;
-            let parsed = kml_ids::parse_proposition(text)?;
+            let parsed = ids::parse_proposition(text)?;
             let row = match parsed.id {
                 Some(id) => store::proposition_by_id(&ctx.space, id, parsed.predicate.as_deref(), guard.is_some())?,
                 None => None,

@@ -1,6 +1,7 @@
-//! Reading bound AST values in the KML executors. After `kip_lang::bind`
-//! every placeholder is resolved; meeting one here is an engine bug, reported
-//! as `KIP_4003` rather than a panic.
+//! The one reader of bound AST values, for the compiler and the executors.
+//! `kip_lang::bind` resolves every placeholder (a missing parameter is
+//! `KIP_1001` there); meeting one afterwards is an engine bug, reported as
+//! `KIP_4003` rather than a panic.
 
 use kip_lang::ast::{Bindable, Field, StrArg, UIntArg, ValueOrParam};
 use kip_lang::{ErrorCode, KipError};
@@ -8,6 +9,19 @@ use serde_json::{Map, Value};
 
 fn unbound(name: &str) -> KipError {
     KipError::new(ErrorCode::InternalError, format!("parameter :{name} reached execution unbound"))
+}
+
+/// The literal of a bound position.
+pub fn lit<T: Clone>(arg: &Bindable<T>) -> Result<T, KipError> {
+    match arg {
+        Bindable::Lit(v) => Ok(v.clone()),
+        Bindable::Param(p) => Err(unbound(p)),
+    }
+}
+
+/// The literal of an optional bound position (`LIMIT`, `CURSOR`).
+pub fn opt_lit<T: Clone>(arg: &Option<Bindable<T>>) -> Result<Option<T>, KipError> {
+    arg.as_ref().map(lit).transpose()
 }
 
 pub fn lit_str(arg: &StrArg) -> Result<&str, KipError> {

@@ -1,9 +1,14 @@
-//! Element references for KML: external ids (`C:<n>`, `P:<n>[:<pred>]`)
-//! parsed with the errors KML reports, and the resolved form the executors
-//! pass around.
+//! Element ids: external ids (`C:<n>`, `P:<n>[:<pred>]`) parsed with the
+//! errors KIP reports, and the resolved form the executors pass around.
 
-use super::element::ElementKind;
 use kip_lang::{ErrorCode, KipError};
+
+/// Whether an element is a concept node or a proposition link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElementKind {
+    Concept,
+    Proposition,
+}
 
 /// A resolved element: its kind and row id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +92,14 @@ pub fn parse_proposition(text: &str) -> Result<ParsedId, KipError> {
     Ok(parsed)
 }
 
+/// The kind and row id of an external id, or `None` when it is malformed or
+/// beyond any row id. The strict parser is [`parse`]; this is its
+/// lenient view for FILTER comparisons, where a malformed id matches nothing.
+pub fn parse_ref(id: &str) -> Option<(ElementKind, i64)> {
+    let parsed = parse(id).ok()?;
+    parsed.id.map(|n| (parsed.kind, n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +119,17 @@ mod tests {
         }
         assert!(parse_proposition("C:1").unwrap_err().message.contains("must be a Proposition ID"));
         assert!(parse_concept("P:1:x").is_err());
+    }
+
+    #[test]
+    fn parses_external_ids() {
+        assert_eq!(parse_ref("C:12"), Some((ElementKind::Concept, 12)));
+        assert_eq!(parse_ref("P:40:treats"), Some((ElementKind::Proposition, 40)));
+        assert_eq!(parse_ref("P:40"), Some((ElementKind::Proposition, 40)));
+        assert_eq!(parse_ref("C:x"), None);
+        assert_eq!(parse_ref("C:-1"), None);
+        assert_eq!(parse_ref("12"), None);
+        assert_eq!(parse_ref("C:+5"), None);
+        assert_eq!(parse_ref("C:007"), None);
     }
 }

@@ -27,7 +27,7 @@
 //! `Origin::Bootstrap` and may refine the core (a newer capsule version
 //! extends `key_instances`); agents and maintenance cannot.
 
-use super::{CONCEPT_TYPE, PROPOSITION_TYPE};
+use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
 use crate::exec::{spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};

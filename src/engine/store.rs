@@ -11,7 +11,7 @@
 //! read-only SPI call keeps the caller's snapshot and would not see the rows
 //! this very command (or an earlier statement of its capsule) just wrote.
 
-use super::kml_ids::ElementRef;
+use crate::compile::ids::ElementRef;
 use crate::exec::{spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::KipError;

@@ -4,7 +4,7 @@
 //! Unknown names are `KIP_2001`, with a "did you mean" hint built from the
 //! registered names (case mistakes such as `drug` for `Drug` first).
 
-use super::{CONCEPT_TYPE, PROPOSITION_TYPE};
+use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
 use crate::exec::{spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};

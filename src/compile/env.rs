@@ -1,0 +1,67 @@
+//! What the compiler knows beyond the command itself: the memory space, the
+//! settings that shape SQL, and the catalog facts `resolve` read before
+//! compilation. Plain data, so the compiler can run (and be tested) without
+//! a database.
+
+use std::collections::HashMap;
+
+/// The compiler's whole view of the world for one command.
+#[derive(Debug, Clone, Copy)]
+pub struct Env<'a> {
+    /// Name of the memory space every table reference is restricted to.
+    pub space: &'a str,
+    pub limits: Limits,
+    pub facts: &'a Facts,
+}
+
+/// Settings read once per command (`kip.max_hops`, `kip.max_limit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Depth bound of hop walks.
+    pub max_hops: u32,
+    /// Largest page size; an unanchored `(?s, ?p, ?o)` may scan ten times it.
+    pub max_limit: i64,
+}
+
+impl Limits {
+    /// The largest number of propositions an unanchored `(?s, ?p, ?o)`
+    /// clause may scan: ten times `kip.max_limit`.
+    pub fn unanchored_scan_cap(&self) -> i64 {
+        self.max_limit.saturating_mul(10)
+    }
+}
+
+impl Default for Limits {
+    /// The settings' defaults (`kip.max_hops` 10, `kip.max_limit` 10,000).
+    fn default() -> Self {
+        Limits { max_hops: 10, max_limit: 10_000 }
+    }
+}
+
+/// Catalog facts about the literals of a command, read by `resolve` in one
+/// query per kind of lookup.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// Literal concept row ids (`C:<n>`) → whether the concept exists.
+    pub concepts: HashMap<i64, bool>,
+    /// Literal proposition row ids (`P:<n>`) → its predicate, when it exists.
+    pub propositions: HashMap<i64, Option<String>>,
+    /// Whether the space holds more propositions than an unanchored scan may
+    /// read; `None` when the command has no clause that could need it.
+    pub unanchored_over_cap: Option<bool>,
+}
+
+#[cfg(test)]
+impl Facts {
+    /// A concept known to exist.
+    pub fn with_concept(mut self, id: i64) -> Self {
+        self.concepts.insert(id, true);
+        self
+    }
+
+    /// A proposition known to exist with `predicate`.
+    pub fn with_proposition(mut self, id: i64, predicate: &str) -> Self {
+        self.propositions.insert(id, Some(predicate.to_string()));
+        self
+    }
+}

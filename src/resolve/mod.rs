@@ -1,0 +1,91 @@
+//! The resolve stage: the catalog reads a command needs before its main
+//! statement, each batched into one query per kind of lookup.
+//!
+//! * [`pattern_facts`]: literal ids of a WHERE block (do they exist?), the
+//!   size guard of unanchored `(?s, ?p, ?o)` scans, and the validity of
+//!   literal regular expressions — the [`Facts`] the compiler decides on;
+//! * [`limits`]: the settings that shape compiled SQL;
+//! * [`identities`]: named concepts a command must find (`KIP_3002`), and
+//!   why a KML pattern matched nothing;
+//! * [`registry`]: which concept types and predicates exist (`KIP_2001`);
+//! * [`protection`]: which elements are immutable or protected.
+//!
+//! `compile` never reads the database; everything it needs comes from here
+//! as plain data (`compile::env`).
+
+pub mod collect;
+pub mod identities;
+pub mod protection;
+pub mod registry;
+
+use crate::compile::env::{Facts, Limits};
+use crate::exec::{spi, Access, SqlParam};
+use crate::space::Space;
+use kip_lang::ast::WhereClause;
+use kip_lang::KipError;
+use serde_json::Value;
+
+/// `kip.max_hops` and `kip.max_limit` as the compiler uses them.
+pub fn limits() -> Limits {
+    Limits {
+        max_hops: crate::guc::MAX_HOPS.get().max(1) as u32,
+        max_limit: i64::from(crate::guc::MAX_LIMIT.get().max(1)),
+    }
+}
+
+/// The facts the pattern compiler needs about `clauses` in `space`.
+///
+/// `access` is the access of the statement the pattern will run in: a
+/// read-write lookup sees what earlier statements of the same transaction
+/// wrote, a read-only one reads the caller's snapshot, like the statement.
+/// An invalid literal regular expression is `KIP_1001` here, even when no
+/// row would reach the comparison.
+pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> Result<Facts, KipError> {
+    let literals = collect::pattern_literals(clauses)?;
+    let mut facts = Facts::default();
+    if !literals.concept_ids.is_empty() {
+        let rows = spi::query(
+            "SELECT id FROM kip.concepts WHERE space = $1 AND id = ANY($2::bigint[])",
+            &[space.param(), SqlParam::IntArray(literals.concept_ids.clone())],
+            access,
+        )?;
+        facts.concepts = literals.concept_ids.iter().map(|id| (*id, false)).collect();
+        for row in rows {
+            if let Some(id) = row.first().and_then(Value::as_i64) {
+                facts.concepts.insert(id, true);
+            }
+        }
+    }
+    if !literals.proposition_ids.is_empty() {
+        let rows = spi::query(
+            "SELECT id, predicate FROM kip.propositions WHERE space = $1 AND id = ANY($2::bigint[])",
+            &[space.param(), SqlParam::IntArray(literals.proposition_ids.clone())],
+            access,
+        )?;
+        facts.propositions = literals.proposition_ids.iter().map(|id| (*id, None)).collect();
+        for row in rows {
+            if let (Some(id), Some(predicate)) = (row.first().and_then(Value::as_i64), row.get(1).and_then(Value::as_str)) {
+                facts.propositions.insert(id, Some(predicate.to_string()));
+            }
+        }
+    }
+    if literals.may_scan_unanchored {
+        let cap = limits().unanchored_scan_cap();
+        let over = spi::query_scalar(
+            "SELECT count(*) > $2 FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2 + 1) t",
+            &[space.param(), SqlParam::Int(cap)],
+            access,
+        )?;
+        facts.unanchored_over_cap = Some(over == Value::Bool(true));
+    }
+    if !literals.regexes.is_empty() {
+        // Compiles each pattern once; an invalid one raises SQLSTATE 2201B,
+        // which becomes KIP_1001.
+        spi::query(
+            "SELECT bool_and(''::text ~ p) FROM unnest($1::text[]) p",
+            &[SqlParam::TextArray(literals.regexes)],
+            Access::ReadOnly,
+        )?;
+    }
+    Ok(facts)
+}
