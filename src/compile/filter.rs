@@ -254,8 +254,8 @@ fn compare(cx: &mut Cx, op: CompareOp, a: Operand, b: Operand) -> Result<String,
     Ok(match (a, b) {
         (Operand::Lit(x), Operand::Lit(y)) => bool_sql(compare_values(op, &x, &y)),
         (a, Operand::Lit(Json::Null)) => match op {
-            CompareOp::Eq => is_null(cx, &a),
-            CompareOp::Ne => format!("NOT {}", is_null(cx, &a)),
+            CompareOp::Eq => is_null(&a),
+            CompareOp::Ne => format!("NOT {}", is_null(&a)),
             _ => "false".into(),
         },
         (Operand::Text(t), Operand::Lit(Json::String(s))) => {
@@ -324,14 +324,11 @@ fn json_vs_json(op: CompareOp, a: &str, b: &str) -> String {
     )
 }
 
-fn is_null(cx: &mut Cx, o: &Operand) -> String {
+fn is_null(o: &Operand) -> String {
     match o {
         Operand::Lit(v) => bool_sql(v.is_null()),
         Operand::Json(j) => format!("({j} IS NULL OR {j} = 'null'::jsonb)"),
-        Operand::Text(t) | Operand::Object(t) | Operand::Id(t, _) => {
-            let _ = cx;
-            format!("({t} IS NULL)")
-        }
+        Operand::Text(t) | Operand::Object(t) | Operand::Id(t, _) => format!("({t} IS NULL)"),
     }
 }
 
@@ -357,8 +354,8 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
     }
     let a = operand(access, cx, &args[0])?;
     match func {
-        FilterFunc::IsNull => return Ok(is_null(cx, &a)),
-        FilterFunc::IsNotNull => return Ok(format!("NOT {}", is_null(cx, &a))),
+        FilterFunc::IsNull => return Ok(is_null(&a)),
+        FilterFunc::IsNotNull => return Ok(format!("NOT {}", is_null(&a))),
         _ => {}
     }
     let b = operand(access, cx, &args[1])?;
@@ -438,7 +435,7 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
         Expr::Path(p) => match path_operand(access, cx, p)? {
             Operand::Json(j) => format!("coalesce({j} = 'true'::jsonb, false)"),
             Operand::Object(_) => return Err(not_comparable(&path_text(p))),
-            other => format!("NOT {}", is_null(cx, &other)),
+            other => format!("NOT {}", is_null(&other)),
         },
         Expr::Not(inner) => format!("(NOT {})", compile_filter(access, cx, inner)?),
         Expr::And(items) | Expr::Or(items) => {

@@ -265,7 +265,7 @@ fn grouped_plan(
                 col_of_item.push(Some(n));
             }
             Item::Agg { grouped: true, .. } => {
-                select.push(format!("coalesce(a{n}.val, CASE WHEN {} THEN to_jsonb(0) END) AS j{n}", is_count(item)));
+                select.push(format!("{} AS j{n}", group_agg_value(n, item)));
                 col_of_item.push(Some(n));
             }
             Item::Agg { .. } => col_of_item.push(None),
@@ -276,20 +276,13 @@ fn grouped_plan(
         let source = match &k.expr {
             Projection::Path(p) => group_paths.iter().position(|g| g == p).map(|g| format!("grp.g{g}")),
             Projection::Aggregate(a) => items.iter().enumerate().find_map(|(n, it)| match it {
-                Item::Agg { agg, grouped: true } if agg == a => Some(format!("j{n}_src")),
+                Item::Agg { agg, grouped: true } if agg == a => Some(group_agg_value(n, it)),
                 _ => None,
             }),
         };
         let Some(source) = source else {
             return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY in a grouped FIND must use one of the FIND expressions")
                 .with_hint("Order by a plain expression or an aggregation that appears in FIND."));
-        };
-        let source = match source.strip_suffix("_src") {
-            Some(j) => {
-                let n: usize = j[1..].parse().unwrap_or(0);
-                format!("coalesce(a{n}.val, CASE WHEN {} THEN to_jsonb(0) END)", is_count(&items[n]))
-            }
-            None => source,
         };
         let names: Vec<String> = json_sort(&source).iter().enumerate().map(|(j, e)| {
             select.push(format!("{e} AS k{i}_{j}"));
@@ -322,6 +315,12 @@ fn grouped_plan(
         }
     }
     Ok(())
+}
+
+/// The value of grouped aggregation `n` for a group (`a<n>` joined to
+/// `grp`); a group the aggregation saw no input for counts 0.
+fn group_agg_value(n: usize, item: &Item) -> String {
+    format!("coalesce(a{n}.val, CASE WHEN {} THEN to_jsonb(0) END)", is_count(item))
 }
 
 /// SQL boolean literal: whether a missing group value of this aggregation is 0.

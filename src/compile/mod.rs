@@ -15,3 +15,6 @@ pub mod find;
 pub mod hops;
 pub mod pattern;
 pub mod projection;
+
+#[cfg(test)]
+mod tests;

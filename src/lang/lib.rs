@@ -20,6 +20,7 @@ pub mod printer;
 mod syntax_error;
 
 pub use error::{ErrorCode, KipError};
+pub use lexical::is_identifier;
 
 /// Maximum bracket nesting depth (`(`, `{`, `[`) accepted by [`parse`].
 pub const MAX_NESTING_DEPTH: usize = depth::MAX_DEPTH;

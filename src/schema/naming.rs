@@ -8,12 +8,7 @@
 //! meta-types. Violations are `KIP_1002`.
 
 use super::{CONCEPT_TYPE, PROPOSITION_TYPE};
-use kip_lang::{ErrorCode, KipError};
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+use kip_lang::{is_identifier, ErrorCode, KipError};
 
 /// Check the name of a new `{type: "$ConceptType", name: …}` node.
 pub fn check_concept_type_name(name: &str) -> Result<(), KipError> {
