@@ -1,9 +1,11 @@
 //! kip — KIP (Knowledge Interaction Protocol) memory engine for PostgreSQL.
 //!
-//! Data flow: SQL entry point (`api`) → request validation → `kip_lang`
-//! parse + bind → `engine` dispatch → per-command compilation to SQL with
-//! bind parameters → SPI execution (`exec`) inside a subtransaction → KIP
-//! response envelope. Storage lives in schema `kip` (`sql/schema.sql`).
+//! Data flow: SQL entry point (`api`) → request validation and the session's
+//! space (`engine::request`, `bootstrap::spaces`) → `kip_lang` parse + bind →
+//! per command, inside a subtransaction: `resolve` (batched catalog reads) →
+//! `compile` (pure: AST + facts → SQL with bind parameters) → `exec` (SPI) →
+//! KIP response envelope (`engine::envelope`). Storage lives in schema `kip`
+//! (`sql/schema.sql`). docs/DESIGN.md §1 has the layers and their rules.
 
 use pgrx::prelude::*;
 

@@ -121,20 +121,31 @@ fn structure_concept_sql(alias: &str) -> String {
 }
 
 /// The anchoring links among `ids` (`belongs_to_domain` links from
-/// protected structure to `CoreSchema`): (link id, subject type, subject name).
-fn anchoring_links(space: &Space, ids: &[i64]) -> Result<Vec<(i64, String, String)>, KipError> {
+/// protected structure to `CoreSchema`): (link id, subject type, subject
+/// name). With `writing`, only the links that writing those attributes and
+/// metadata would change.
+fn anchoring_links(space: &Space, ids: &[i64], writing: Option<(&Map<String, Value>, &Map<String, Value>)>) -> Result<Vec<(i64, String, String)>, KipError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    let mut params = vec![space.param(), SqlParam::IntArray(ids.to_vec())];
+    let changing = match writing {
+        Some((attrs, meta)) => {
+            params.push(SqlParam::Json(Value::Object(attrs.clone())));
+            params.push(SqlParam::Json(Value::Object(meta.clone())));
+            format!(" AND {}", changes_sql("p", "$3", "$4"))
+        }
+        None => String::new(),
+    };
     let sql = format!(
         "SELECT p.id, s.type, s.name FROM kip.propositions p \
            JOIN kip.concepts s ON s.id = p.subject_concept \
            JOIN kip.concepts o ON o.id = p.object_concept \
           WHERE p.space = $1 AND p.id = ANY($2) AND p.predicate = '{BELONGS_TO_DOMAIN}' \
-            AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {} ORDER BY p.id",
+            AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {}{changing} ORDER BY p.id",
         structure_concept_sql("s")
     );
-    let rows = spi::query(&sql, &[space.param(), SqlParam::IntArray(ids.to_vec())], Access::ReadWrite)?;
+    let rows = spi::query(&sql, &params, Access::ReadWrite)?;
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -146,7 +157,7 @@ fn anchoring_links(space: &Space, ids: &[i64]) -> Result<Vec<(i64, String, Strin
 
 /// KIP_3004 when `links` holds a link anchoring protected structure.
 pub fn refuse_anchoring_links(space: &Space, links: &[i64], action: &str) -> Result<(), KipError> {
-    match anchoring_links(space, links)?.into_iter().next() {
+    match anchoring_links(space, links, None)?.into_iter().next() {
         None => Ok(()),
         Some((id, t, n)) => Err(anchoring_refused(action, id, &t, &n)),
     }
@@ -163,25 +174,19 @@ fn anchoring_refused(action: &str, id: i64, type_name: &str, name: &str) -> KipE
     .with_hint(HINT)
 }
 
-/// Whether writing `attrs` and `meta` onto stored `current_*` would change
-/// anything (shallow merge semantics; JSON compared as jsonb, so `1` and
-/// `1.0` are equal).
-fn would_change(current_attrs: &Value, current_meta: &Value, attrs: &Map<String, Value>, meta: &Map<String, Value>) -> Result<bool, KipError> {
-    if attrs.is_empty() && meta.is_empty() {
-        return Ok(false);
-    }
-    let changed = spi::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM jsonb_each($3) n WHERE $1 -> n.key IS DISTINCT FROM n.value) \
-             OR EXISTS (SELECT 1 FROM jsonb_each($4) n WHERE $2 -> n.key IS DISTINCT FROM n.value)",
-        &[
-            SqlParam::Json(current_attrs.clone()),
-            SqlParam::Json(current_meta.clone()),
-            SqlParam::Json(Value::Object(attrs.clone())),
-            SqlParam::Json(Value::Object(meta.clone())),
-        ],
-        Access::ReadOnly,
-    )?;
-    Ok(changed != Value::Bool(false))
+/// SQL condition: writing the jsonb parameters `attrs` and `meta` onto the
+/// row `alias` would change it (shallow merge semantics; JSON compared as
+/// jsonb, so `1` and `1.0` are equal). Arguments are the caller's alias and
+/// placeholders, never user text.
+fn changes_sql(alias: &str, attrs: &str, meta: &str) -> String {
+    format!(
+        "(EXISTS (SELECT 1 FROM jsonb_each({attrs}::jsonb) n WHERE {alias}.attributes -> n.key IS DISTINCT FROM n.value) \
+          OR EXISTS (SELECT 1 FROM jsonb_each({meta}::jsonb) n WHERE {alias}.metadata -> n.key IS DISTINCT FROM n.value))"
+    )
+}
+
+fn json(m: &Map<String, Value>) -> SqlParam {
+    SqlParam::Json(Value::Object(m.clone()))
 }
 
 /// UPSERT of the concept `{type, name}` with `attrs` / `meta`: KIP_3004 when
@@ -190,14 +195,15 @@ pub fn check_concept_upsert(space: &Space, type_name: &str, name: &str, attrs: &
     if !is_immutable(type_name, name) {
         return Ok(());
     }
-    let rows = spi::query(
-        "SELECT attributes, metadata FROM kip.concepts WHERE space = $1 AND type = $2 AND name = $3",
-        &[space.param(), SqlParam::Text(type_name.into()), SqlParam::Text(name.into())],
-        Access::ReadWrite,
-    )?;
-    let Some(row) = rows.first() else { return Ok(()) };
-    let (a, m) = (row.first().cloned().unwrap_or_default(), row.get(1).cloned().unwrap_or_default());
-    if would_change(&a, &m, attrs, meta)? {
+    if attrs.is_empty() && meta.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = $2 AND c.name = $3 AND {})",
+        changes_sql("c", "$4", "$5")
+    );
+    let params = [space.param(), SqlParam::Text(type_name.into()), SqlParam::Text(name.into()), json(attrs), json(meta)];
+    if spi::query_scalar(&sql, &params, Access::ReadWrite)? == Value::Bool(true) {
         return Err(refused("modify", type_name, name)
             .with_hint("The meta-types, belongs_to_domain and the CoreSchema domain are immutable: UPSERT may re-assert their stored content but not change it. Define your own types and predicates instead."));
     }
@@ -219,17 +225,19 @@ pub fn check_link_upsert(
     if predicate != BELONGS_TO_DOMAIN {
         return Ok(());
     }
+    if attrs.is_empty() && meta.is_empty() {
+        return Ok(());
+    }
     let sql = format!(
-        "SELECT p.id, s.type, s.name, p.attributes, p.metadata FROM kip.concepts s \
+        "SELECT p.id, s.type, s.name FROM kip.concepts s \
            JOIN kip.concepts o ON o.id = $3 AND o.space = $1 AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' \
            JOIN kip.propositions p ON p.subject_concept = s.id AND p.object_concept = o.id AND p.predicate = '{BELONGS_TO_DOMAIN}' \
-          WHERE s.space = $1 AND s.id = $2 AND {}",
-        structure_concept_sql("s")
+          WHERE s.space = $1 AND s.id = $2 AND {} AND {}",
+        structure_concept_sql("s"),
+        changes_sql("p", "$4", "$5")
     );
-    let rows = spi::query(&sql, &[space.param(), SqlParam::Int(s), SqlParam::Int(o)], Access::ReadWrite)?;
-    let Some(row) = rows.first() else { return Ok(()) };
-    let (a, m) = (row.get(3).cloned().unwrap_or_default(), row.get(4).cloned().unwrap_or_default());
-    if would_change(&a, &m, attrs, meta)? {
+    let rows = spi::query(&sql, &[space.param(), SqlParam::Int(s), SqlParam::Int(o), json(attrs), json(meta)], Access::ReadWrite)?;
+    if let Some(row) = rows.first() {
         let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or_default().to_string();
         return Err(anchoring_refused("modify", row.first().and_then(Value::as_i64).unwrap_or_default(), &text(1), &text(2)));
     }
@@ -239,14 +247,10 @@ pub fn check_link_upsert(
 /// UPSERT of the link with row id `id`: KIP_3004 when it is an anchoring
 /// link and the write would change it.
 pub fn check_link_patch(space: &Space, id: i64, attrs: &Map<String, Value>, meta: &Map<String, Value>) -> Result<(), KipError> {
-    let Some((_, t, n)) = anchoring_links(space, &[id])?.into_iter().next() else { return Ok(()) };
-    let rows = spi::query(
-        "SELECT attributes, metadata FROM kip.propositions WHERE space = $1 AND id = $2",
-        &[space.param(), SqlParam::Int(id)],
-        Access::ReadWrite,
-    )?;
-    let Some(row) = rows.first() else { return Ok(()) };
-    if would_change(&row.first().cloned().unwrap_or_default(), &row.get(1).cloned().unwrap_or_default(), attrs, meta)? {
+    if attrs.is_empty() && meta.is_empty() {
+        return Ok(());
+    }
+    if let Some((_, t, n)) = anchoring_links(space, &[id], Some((attrs, meta)))?.into_iter().next() {
         return Err(anchoring_refused("modify", id, &t, &n));
     }
     Ok(())
