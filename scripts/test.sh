@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Every test suite of the project, in order; exits non-zero on the first failure.
+#   0. the layering rule (scripts/check_layers.py, no build)
 #   1. kip-lang unit, corpus, property and fuzz tests (no Postgres)
 #   2. cargo pgrx test pg15: unit tests and #[pg_test] tests inside Postgres
 #   3. integration tests from a client against the project's cluster
@@ -20,8 +21,11 @@ export PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
 step() { printf '\n== %s\n' "$*"; }
 t0=$(date +%s)
 
+step "layering: compile/ is pure, no import cycle between layers"
+python3 scripts/check_layers.py
+
 step "kip-lang tests"
-cargo test --release -p kip-lang 2>&1
+cargo test --release -p kip-lang -p kip-mutate 2>&1
 
 step "cargo pgrx test pg15"
 # cargo pgrx test installs kip.so into the server's directories; the project

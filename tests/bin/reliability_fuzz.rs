@@ -175,44 +175,11 @@ fn param_names(command: &str) -> Vec<String> {
     out
 }
 
+/// Long seeds are mutated in windows of 400 characters; no NUL (see TOKENS).
+const OPTIONS: kip_mutate::Options = kip_mutate::Options { tokens: TOKENS, window: 400, allow_nul: false };
+
 fn mutate(rng: &mut Rng, seed: &str) -> String {
-    let mut chars: Vec<char> = seed.chars().collect();
-    if chars.len() > 1500 {
-        let start = rng.below(chars.len() - 400);
-        chars = chars[start..start + 400].to_vec();
-    }
-    for _ in 0..=rng.below(4) {
-        let len = chars.len();
-        let at = rng.below(len + 1);
-        match rng.below(8) {
-            0 if len > 0 => {
-                let end = (at + 1 + rng.below(8)).min(len);
-                chars.drain(at.min(len)..end.max(at.min(len)));
-            }
-            1 => chars.insert(at, *rng.pick(&['(', ')', '{', '}', '[', ']', ',', ':', '?', '"', '!', '|', '.', '\\', ' ', '\n', 'a', '1', 'é'])),
-            2 if len > 1 => {
-                let b = rng.below(len);
-                chars.swap(at.min(len - 1), b);
-            }
-            3 => {
-                let t = rng.pick(TOKENS);
-                chars.splice(at..at, t.chars());
-            }
-            4 if len > 0 => {
-                let end = (at + rng.below(40)).min(len);
-                let slice: Vec<char> = chars[at.min(len)..end.max(at.min(len))].to_vec();
-                chars.splice(at..at, slice);
-            }
-            5 => chars.truncate(at),
-            6 => {
-                let t: Vec<char> = rng.pick(TOKENS).chars().collect();
-                let end = (at..len).find(|&i| !chars[i].is_alphanumeric()).unwrap_or(len);
-                chars.splice(at..end, t);
-            }
-            _ => chars.insert(at, char::from_u32(1 + rng.below(0x3000) as u32).unwrap_or('x')),
-        }
-    }
-    chars.into_iter().collect()
+    kip_mutate::mutate(rng, seed, &OPTIONS)
 }
 
 /// One input: class, session settings to apply first, command, parameters.

@@ -2,7 +2,8 @@
 //! stack; each either parses or yields a KipError. Whenever a mutant does
 //! parse, it must also round-trip through the printer and survive `bind`.
 //!
-//! Deterministic (fixed-seed SplitMix64), no extra dependencies. The run is
+//! Deterministic (fixed-seed SplitMix64 and the mutations of `kip-mutate`,
+//! shared with the fuzz run through SQL). The run is
 //! split over two tests so the harness uses both cores. Total: 100,000
 //! inputs (`FUZZ_CASES` env var overrides, e.g. for a longer soak).
 
@@ -10,24 +11,7 @@ mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // SplitMix64.
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+use kip_mutate::{Options, Rng};
 
 const TOKENS: &[&str] = &[
     "FIND",
@@ -131,69 +115,12 @@ fn seeds() -> Vec<String> {
     s
 }
 
-/// Size of the slice of a long seed that gets mutated.
-const WINDOW: usize = 200;
+/// The parser sees every character, NUL included; long seeds are mutated
+/// in windows of 200 characters.
+const OPTIONS: Options = Options { tokens: TOKENS, window: 200, allow_nul: true };
 
 fn mutate(rng: &mut Rng, seed: &str) -> String {
-    let mut chars: Vec<char> = seed.chars().collect();
-    // Work on a window of long seeds (capsules are up to tens of KB): keeps
-    // the run fast while still reaching every part of every seed. Whole
-    // seeds of moderate size are mutated too.
-    if chars.len() > 1500 || (chars.len() > 400 && rng.below(4) != 0) {
-        let start = rng.below(chars.len() - WINDOW);
-        chars = chars[start..start + WINDOW].to_vec();
-    }
-    for _ in 0..=rng.below(4) {
-        let len = chars.len();
-        let at = rng.below(len + 1);
-        match rng.below(9) {
-            0 if len > 0 => {
-                let end = (at + 1 + rng.below(8)).min(len);
-                chars.drain(at.min(len)..end.max(at.min(len)));
-            }
-            1 => {
-                let c = *rng.pick(&[
-                    '(', ')', '{', '}', '[', ']', ',', ':', '?', '"', '!', '|', '.', '\\', '/',
-                    ' ', '\n', 'a', '1', 'é',
-                ]);
-                chars.insert(at, c);
-            }
-            2 if len > 1 => {
-                let b = rng.below(len);
-                chars.swap(at.min(len - 1), b);
-            }
-            3 => {
-                let t = rng.pick(TOKENS);
-                chars.splice(at..at, t.chars());
-            }
-            4 if len > 0 => {
-                // Duplicate a slice.
-                let end = (at + rng.below(40)).min(len);
-                let slice: Vec<char> = chars[at.min(len)..end.max(at.min(len))].to_vec();
-                chars.splice(at..at, slice);
-            }
-            5 => chars.truncate(at),
-            6 => {
-                // Deep nesting of one bracket kind, or a long `!` run.
-                let c = *rng.pick(&['(', '[', '{', '!']);
-                let n = *rng.pick(&[63, 64, 65, 100, 1000, 10_000]);
-                chars.splice(at..at, std::iter::repeat_n(c, n));
-            }
-            7 => {
-                // Replace a word by a random token.
-                let t: Vec<char> = rng.pick(TOKENS).chars().collect();
-                let end = (at..len)
-                    .find(|&i| !chars[i].is_alphanumeric())
-                    .unwrap_or(len);
-                chars.splice(at..end, t);
-            }
-            _ => {
-                let c = char::from_u32(rng.below(0x3000) as u32).unwrap_or('x');
-                chars.insert(at, c);
-            }
-        }
-    }
-    chars.into_iter().collect()
+    kip_mutate::mutate(rng, seed, &OPTIONS)
 }
 
 fn random_text(rng: &mut Rng) -> String {
