@@ -19,7 +19,7 @@
 //!   to be its keyword rank): a new element found by its exact name is not
 //!   pushed down by elements the model has already seen.
 
-use super::Hit;
+use super::query::Hit;
 use crate::embed::settings::Fusion;
 use std::collections::HashMap;
 

@@ -48,7 +48,8 @@
 //! pg_trgm is called schema-qualified (`exec::extensions`), so keyword search
 //! works whatever `search_path` is.
 
-use super::{word_stats, Hit, Query};
+use super::query::{Hit, Query};
+use super::word_stats;
 use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;

@@ -1,7 +1,7 @@
 //! The ranked hits of a SEARCH as KIP element objects, in rank order, each
 //! with its `_score` in `metadata` (rounded to 4 decimals).
 
-use super::Hit;
+use super::query::Hit;
 use crate::compile::element::{concept_json, proposition_json};
 use crate::compile::ids::ElementKind;
 use crate::exec::Ctx;

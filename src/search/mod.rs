@@ -18,39 +18,16 @@
 pub mod fusion;
 pub mod keyword;
 mod load;
+mod query;
 pub mod semantic;
 mod word_stats;
 
-use crate::compile::ids::ElementKind;
+pub use query::{Hit, Mode, Query};
+
 use crate::embed;
 use crate::exec::Ctx;
 use kip_lang::KipError;
 use serde_json::Value;
-
-/// How SEARCH ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Keyword,
-    Semantic,
-    Hybrid,
-}
-
-pub struct Query<'a> {
-    pub kind: ElementKind,
-    pub term: &'a str,
-    pub with_type: Option<&'a str>,
-    pub threshold: f64,
-    pub limit: i64,
-}
-
-/// One ranked element: its row id and score, and whether it still waits
-/// for its embedding (then no semantic ranking can see it).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hit {
-    pub id: i64,
-    pub score: f64,
-    pub unembedded: bool,
-}
 
 /// Candidates each ranking contributes to a fusion: enough that an element
 /// ranked modestly by both still surfaces.

@@ -17,7 +17,7 @@
 //!
 //! Score: cosine similarity, clamped to [0, SCORE_CEILING].
 
-use super::{Hit, Query};
+use super::query::{Hit, Query};
 use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;
