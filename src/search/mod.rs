@@ -68,7 +68,7 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
     };
     let hits = match mode {
         Mode::Semantic => match embed::query_vector(q.term)? {
-            Some(v) => threshold_and_limit(semantic::search(q, &v, q.limit, ctx)?, q),
+            Some(v) => threshold_and_limit(semantic::search(q, &v, q.limit, semantic::Role::Alone, ctx)?, q),
             None => keyword_alone(q, ctx)?,
         },
         Mode::Hybrid if embed::query_vector_expected()? => {
@@ -79,7 +79,7 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
             match vector? {
                 Some(v) => {
                     let kw = kw?;
-                    let sem = semantic::search(q, &v, depth, ctx)?;
+                    let sem = semantic::search(q, &v, depth, semantic::Role::HybridHalf, ctx)?;
                     threshold_and_limit(fusion::fuse(&kw, &sem, embed::settings::fusion()?), q)
                 }
                 None => keyword_alone(q, ctx)?,

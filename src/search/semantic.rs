@@ -9,7 +9,7 @@
 //!   (`hnsw.iterative_scan = relaxed_order`), so filtering by space, kind and
 //!   WITH TYPE keeps scanning the graph until enough rows pass the filter
 //!   instead of returning fewer; `hnsw.ef_search` is twice the depth asked
-//!   (at least `EF_SEARCH_MIN`), or the session's own `hnsw.ef_search` when larger. Both
+//!   (at least the role's minimum, `EF_SEARCH_MIN_*`), or the session's own `hnsw.ef_search` when larger. Both
 //!   settings are changed for this statement only and restored after it.
 //!
 //! Elements not embedded yet (`embedding IS NULL`) are not candidates here;
@@ -42,7 +42,7 @@ fn table(kind: ElementKind) -> (&'static str, &'static str) {
 }
 
 /// The `k` nearest elements to `vector`, best first.
-pub fn search(q: &Query, vector: &[f32], k: i64, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
+pub fn search(q: &Query, vector: &[f32], k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
     let (table, type_column) = table(q.kind);
     let mut params = Params::new();
     let space = params.text(ctx.space.name());
@@ -85,7 +85,7 @@ pub fn search(q: &Query, vector: &[f32], k: i64, ctx: &Ctx) -> Result<Vec<Hit>, 
     let rows = if exact {
         spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom)?
     } else {
-        with_iterative_scan(k, ctx, || spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom))?
+        with_iterative_scan(k, role, ctx, || spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom))?
     };
     Ok(rows
         .iter()
@@ -130,25 +130,41 @@ fn remember_population(key: PopulationKey, counted: i64) {
     })
 }
 
-/// The smallest `hnsw.ef_search` of a search: the candidate list the HNSW
-/// scan keeps, from which the k nearest are returned. Measured on the
-/// benchmark's 100,000 near-duplicate descriptions (benches/SEARCH-BENCH.md):
-/// recall@10 against an exact scan rises steeply up to ~100 candidates
-/// and slowly after, while the scan's cost grows with the list.
-pub const EF_SEARCH_MIN: i64 = 100;
+/// Whether the semantic ranking is the answer (semantic mode) or the
+/// semantic half of a hybrid SEARCH, fused with the keyword ranking.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    Alone,
+    HybridHalf,
+}
 
-/// `hnsw.ef_search` for `k` hits: twice the depth, at least
-/// `EF_SEARCH_MIN`, at most 1,000.
-fn ef_search(k: i64) -> i64 {
-    (2 * k).clamp(EF_SEARCH_MIN, 1000)
+/// The smallest `hnsw.ef_search` (the candidate list the HNSW scan keeps,
+/// from which the k nearest are returned) of each role. Measured on the
+/// benchmark's 100,000 near-duplicate descriptions with an index built with
+/// `ef_construction = 128` (benches/SEARCH-BENCH.md): recall@10 against an
+/// exact scan 0.905 at 64, 0.94 at 100, 0.985 at 160, while the scan's cost
+/// grows with the list. Semantic mode's hits are
+/// the answer, so it keeps 160; hybrid's semantic half only proposes
+/// candidates to a fusion that the keyword half also feeds, so it keeps 64.
+const EF_SEARCH_MIN_ALONE: i64 = 160;
+const EF_SEARCH_MIN_HYBRID: i64 = 64;
+
+/// `hnsw.ef_search` for `k` hits: twice the depth, at least the role's
+/// minimum, at most 1,000.
+fn ef_search(k: i64, role: Role) -> i64 {
+    let min = match role {
+        Role::Alone => EF_SEARCH_MIN_ALONE,
+        Role::HybridHalf => EF_SEARCH_MIN_HYBRID,
+    };
+    (2 * k).clamp(min, 1000)
 }
 
 /// Run `body` with pgvector's iterative HNSW scan on and `ef_search` sized
-/// for `k` (twice the depth, at least `EF_SEARCH_MIN`, or the session's `hnsw.ef_search`
+/// for `k` (twice the depth, at least the role's minimum, or the session's `hnsw.ef_search`
 /// when that is larger: the knob for more recall), then put both settings
 /// back as they were.
-fn with_iterative_scan<T>(k: i64, ctx: &Ctx, body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
-    let ef_search = ef_search(k);
+fn with_iterative_scan<T>(k: i64, role: Role, ctx: &Ctx, body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
+    let ef_search = ef_search(k, role);
     // The first column reads the old values before the later ones set the
     // new (a target list is evaluated left to right); `'[1]'::vector` makes
     // sure pgvector, and so its settings, are loaded.
