@@ -123,6 +123,41 @@ pub fn query_vector(term: &str) -> Result<Option<Vec<f32>>, KipError> {
     }
 }
 
+/// Whether [`query_vector`] can give a vector (without computing one): an
+/// application's vector was passed, or the in-database model is loaded or
+/// loads now.
+pub fn query_vector_expected() -> Result<bool, KipError> {
+    if EXTERNAL_QUERY.with(|q| q.borrow().is_some()) {
+        return Ok(true);
+    }
+    Ok(settings::provider()? == Provider::Onnx && runtime::ensure_loaded().is_ok())
+}
+
+/// [`query_vector`], computed while `body` runs (hybrid SEARCH runs its
+/// keyword half meanwhile): a vector the in-database model has to compute
+/// is computed on a helper thread (`runtime::embed_while`).
+pub fn query_vector_while<T>(term: &str, body: impl FnOnce() -> T) -> (Result<Option<Vec<f32>>, KipError>, T) {
+    let needs_model = EXTERNAL_QUERY.with(|q| q.borrow().is_none())
+        && matches!(settings::provider(), Ok(Provider::Onnx))
+        && runtime::ensure_loaded().is_ok()
+        && cache::get(term).is_none();
+    if !needs_model {
+        let out = body();
+        return (query_vector(term), out);
+    }
+    let (vector, out) = runtime::embed_while(term, body);
+    let vector = match vector {
+        Ok(v) => {
+            cache::put(term, v.clone());
+            Ok(Some(v))
+        }
+        // The helper thread failed (or could not start): embed here, which
+        // reports a model failure as before.
+        Err(_) => query_vector(term),
+    };
+    (vector, out)
+}
+
 /// Embed one text with the in-database model.
 pub fn embed_one(text: &str) -> Result<Vec<f32>, KipError> {
     runtime::embed(&[text]).map_err(model_error)?.pop().ok_or_else(|| model_error("no vector".into()))

@@ -147,6 +147,64 @@ pub fn embed(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
     })
 }
 
+/// Embed `text` on a helper thread while `body` runs on the backend's own
+/// thread, and return both results. A hybrid SEARCH needs the query vector
+/// only for its semantic half, so the model runs while Postgres executes the
+/// keyword half: on a machine with a free core the embedding costs no wall
+/// time. The helper thread only runs the model (no Postgres code) and blocks
+/// every signal, so Postgres's signal handlers keep running on the backend
+/// thread; the scope joins it before returning, also when `body` unwinds.
+pub fn embed_while<T>(text: &str, body: impl FnOnce() -> T) -> (Result<Vec<f32>, String>, T) {
+    if let Err(reason) = ensure_loaded() {
+        return (Err(reason), body());
+    }
+    MODEL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let Some(Ok(model)) = slot.as_mut() else {
+            drop(slot);
+            return (Err("the embedding model is not loaded".to_string()), body());
+        };
+        std::thread::scope(|scope| {
+            let spawned = std::thread::Builder::new().name("kip-embed".into()).spawn_scoped(scope, move || {
+                block_signals();
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(&[text])))
+                    .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
+                    .and_then(|mut v| v.pop().ok_or_else(|| "no vector".to_string()))
+            });
+            match spawned {
+                Ok(handle) => {
+                    let out = body();
+                    let vector = handle.join().unwrap_or_else(|_| Err("the embedding thread panicked".to_string()));
+                    (vector, out)
+                }
+                // No thread (resource limits): the model never moved, so run
+                // it here, after the body.
+                Err(_) => {
+                    let out = body();
+                    (Err("cannot start the embedding thread".to_string()), out)
+                }
+            }
+        })
+    })
+}
+
+/// Block every signal in the calling (helper) thread: Postgres's handlers
+/// must run on the backend thread.
+fn block_signals() {
+    // glibc's sigset_t is 1,024 bits; SIG_BLOCK is 0 on Linux.
+    #[repr(C)]
+    struct SigSet([u64; 16]);
+    extern "C" {
+        fn sigfillset(set: *mut SigSet) -> i32;
+        fn pthread_sigmask(how: i32, set: *const SigSet, old: *mut SigSet) -> i32;
+    }
+    let mut set = SigSet([0; 16]);
+    unsafe {
+        sigfillset(&mut set);
+        pthread_sigmask(0, &set, std::ptr::null_mut());
+    }
+}
+
 impl Model {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         if texts.is_empty() {

@@ -69,6 +69,12 @@ pub enum Planning {
     /// plans were measured 1.3-5x (keyword) and 50-90x (semantic) slower
     /// (benches/SEARCH-BENCH.md).
     Custom,
+    /// The generic plan, always, planned once per backend: for statements
+    /// whose plan does not depend on the values and whose planning costs
+    /// more than their execution (keyword SEARCH, whose generic plan was
+    /// measured to match the custom plans' results and speed without their
+    /// ~2 ms of planning per run).
+    Generic,
 }
 
 /// [`query`] with a choice of planning.
@@ -140,6 +146,7 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
     let options = match planning {
         Planning::Default => 0,
         Planning::Custom => pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32,
+        Planning::Generic => pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
     };
     let plan = pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options);
     if plan.is_null() {

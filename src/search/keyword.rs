@@ -11,12 +11,15 @@
 //! and no source reads the posting list of a common word:
 //! * exact name, case-insensitive (`(space, lower(name))` btree);
 //! * elements containing every word of a multi-word term (GIN on
-//!   `search_text`);
+//!   `search_text`), unless one of its words is in no element of the space;
 //! * for each word that is not common, up to `candidates` elements
 //!   containing it: words are OR-ed, so `hiking chess` finds an element that
 //!   mentions either. A word is common when the planner's statistics
 //!   (`pg_stats.most_common_elems` of `search_text`) put it in `COMMON_ROWS`
-//!   rows or more, or when it is in `DF_CAP` elements of the space by count;
+//!   rows or more, or when it is in `DF_CAP` elements of the space by count.
+//!   One GIN lookup per word does both: it collects the ids it counts, and a
+//!   word that is not common has all its elements among them (WITH TYPE,
+//!   which the count does not apply, looks its candidates up separately);
 //! * for a frequent word (`FREQUENT_SHARE` of all rows), only when the
 //!   sources above found fewer than asked (and, in hybrid, for a one-word
 //!   term only): its first matches in a window of
@@ -44,6 +47,17 @@
 //! a second bitmap built from the space's btree (every element of a large
 //! space) and AND-ed with it, which the planner otherwise picks when it
 //! cannot see how rare the word is.
+//!
+//! Each GIN lookup also reads the index's whole pending list (the recent
+//! writes, up to `gin_pending_list_limit`), so the statement makes as few as
+//! it can: one per word that is not common, one for the all-words source.
+//!
+//! The statement runs on its generic plan, planned once per backend and SQL
+//! text (`spi::Planning::Generic`): its plan does not depend on the term,
+//! and planning it for every search cost ~2 ms, more than most executions.
+//! Sources whose gate is known to be closed before the statement runs (the
+//! trigram sources on a large memory, unless keyword mode may fall back to
+//! them) are left out of the SQL text.
 //!
 //! pg_trgm is called schema-qualified (`exec::extensions`), so keyword search
 //! works whatever `search_path` is.
@@ -111,13 +125,13 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
          ),
          df AS MATERIALIZED (
            SELECT e.lexeme, e.tq, d.df, d.df >= {DF_CAP} AS common,
-                  e.rows / greatest((SELECT n FROM stats), 1) >= {FREQUENT_SHARE} AS frequent
-           FROM estimated e, LATERAL (
-             SELECT CASE WHEN e.rows >= {COMMON_ROWS} THEN e.rows
-                         ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} x
-                                                     WHERE {space_x} AND x.search_text @@ e.tq
-                                                     LIMIT {DF_CAP}) s)::float8
-                    END AS df) d
+                  e.rows / greatest((SELECT n FROM stats), 1) >= {FREQUENT_SHARE} AS frequent, l.ids
+           FROM estimated e,
+                LATERAL (SELECT ARRAY(SELECT x.id FROM {table} x
+                                      WHERE e.rows < {COMMON_ROWS} AND {space_x} AND x.search_text @@ e.tq
+                                      LIMIT {DF_CAP}) AS ids) l,
+                LATERAL (SELECT CASE WHEN e.rows >= {COMMON_ROWS} THEN e.rows
+                                     ELSE cardinality(l.ids)::float8 END AS df) d
          ),
          idf AS MATERIALIZED (
            SELECT d.lexeme, d.tq, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf
@@ -147,15 +161,37 @@ pub enum Role {
 /// `frequent_cand` empty) for a short term. A trigram scan of a large table costs tens of
 /// milliseconds when the term's trigrams are common, so there it is the
 /// fallback for a partial or misspelt name, not a routine source.
-fn trigram_gate(term: &str, role: Role) -> String {
+///
+/// `None` when the gate is closed whatever the statement finds: `rows` (the
+/// table's size, as the statement's `stats` will say) is large and the role
+/// or the term rules the fallback out.
+fn trigram_gate(term: &str, role: Role, rows: f64) -> Option<String> {
     let short_term = term.split_whitespace().count() <= FUZZY_MAX_WORDS;
     let fallback = match role {
         Role::Alone if short_term => {
             "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM frequent_cand))"
         }
+        _ if rows >= FUZZY_ALWAYS_BELOW as f64 => return None,
         _ => "",
     };
-    format!("((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW} {fallback})")
+    Some(format!("((SELECT n FROM stats) < {FUZZY_ALWAYS_BELOW} {fallback})"))
+}
+
+/// The candidates of each word that is not common: the ids its `df` row
+/// collected while counting it (all of them, since it is in fewer than
+/// `DF_CAP` elements), or, under WITH TYPE (which the count does not
+/// apply), a lookup of its own.
+fn word_source(table: &str, alias: &str, space_cond: &str, type_filter: &str, cand: &str) -> String {
+    if type_filter.is_empty() {
+        format!("(SELECT u.id FROM df, LATERAL unnest(df.ids[1:{cand}]) AS u(id) WHERE NOT df.common)")
+    } else {
+        format!(
+            "(SELECT x.id FROM df, LATERAL (
+              SELECT {alias}.id FROM {table} {alias}
+              WHERE {space_cond} AND {alias}.search_text @@ df.tq {type_filter} LIMIT {cand}) x
+            WHERE NOT df.common)"
+        )
+    }
 }
 
 /// The space condition of a lookup driven by a word's posting list: a
@@ -182,7 +218,7 @@ pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipE
         ElementKind::Concept => concepts_sql(q, k, role, ctx)?,
         ElementKind::Proposition => propositions_sql(q, k, ctx)?,
     };
-    let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom)?;
+    let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Generic)?;
     Ok(rows
         .iter()
         .filter_map(|r| Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64()?, unembedded: r[2].as_bool()? }))
@@ -210,8 +246,23 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let knn = extensions::trgm_op("<->")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
-    let trigram = trigram_gate(q.term, role);
     let space_c = space_filter("c", &space);
+    let word_source = word_source("kip.concepts", "c", &space_c, &type_filter, &cand);
+    // The trigram sources are left out of the statement when their gate is
+    // known to be closed (a large memory, and no fallback for this role and
+    // term): less to plan.
+    let trigram_sources = match trigram_gate(q.term, role, word_stats::of("kip.concepts", ctx.access)?.rows) {
+        None => String::new(),
+        Some(trigram) => format!(
+            "UNION
+           (SELECT c.id FROM kip.concepts c
+            WHERE {trigram} AND length({term}) >= 3
+              AND c.space = {space} AND c.name ILIKE {like} {type_filter} LIMIT {cand})
+           UNION
+           (SELECT c.id FROM kip.concepts c
+            WHERE {trigram} AND c.space = {space} {type_filter} ORDER BY c.name {knn} {term} LIMIT 20)"
+        ),
+    };
     let frequent_gate = match role {
         Role::Alone => "true",
         Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
@@ -223,13 +274,10 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             WHERE c.space = {space} AND lower(c.name) = lower({term}) {type_filter} LIMIT 20)
            UNION
            (SELECT c.id FROM kip.concepts c
-            WHERE (SELECT count(*) FROM terms) > 1
+            WHERE (SELECT count(*) FROM terms) > 1 AND NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
               AND {space_c} AND c.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
-           (SELECT x.id FROM df, LATERAL (
-              SELECT c.id FROM kip.concepts c
-              WHERE {space_c} AND c.search_text @@ df.tq {type_filter} LIMIT {cand}) x
-            WHERE NOT df.common)
+           {word_source}
          ),
          -- A frequent word's candidates, only when the sources above found
          -- fewer than asked: the first matches in a bounded window of the
@@ -247,13 +295,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
            SELECT id FROM primary_cand
            UNION
            SELECT id FROM frequent_cand
-           UNION
-           (SELECT c.id FROM kip.concepts c
-            WHERE {trigram} AND length({term}) >= 3
-              AND c.space = {space} AND c.name ILIKE {like} {type_filter} LIMIT {cand})
-           UNION
-           (SELECT c.id FROM kip.concepts c
-            WHERE {trigram} AND c.space = {space} {type_filter} ORDER BY c.name {knn} {term} LIMIT 20)
+           {trigram_sources}
          ),
          docs AS MATERIALIZED (
            SELECT c.id, c.name, c.attributes, c.search_text, length(c.search_text)::float8 AS dl,
@@ -294,6 +336,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     let limit = params.int(k.max(1));
     let like = like_pattern(&term);
     let space_l = space_filter("l", &space);
+    let word_source = word_source("kip.propositions", "l", &space_l, &type_filter, &cand);
     let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
@@ -319,12 +362,10 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
          ),
          cand AS (
            (SELECT l.id FROM kip.propositions l
-            WHERE {space_l} AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
+            WHERE NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
+              AND {space_l} AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
-           (SELECT x.id FROM df, LATERAL (
-              SELECT l.id FROM kip.propositions l
-              WHERE {space_l} AND l.search_text @@ df.tq {type_filter} LIMIT {cand}) x
-            WHERE NOT df.common)
+           {word_source}
            UNION
            (SELECT x.id FROM preds, LATERAL (
               SELECT l.id FROM kip.propositions l

@@ -43,25 +43,33 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
         None => Mode::Keyword,
         Some(m) => m,
     };
-    let query_vector = match mode {
-        Mode::Keyword => None,
-        Mode::Semantic | Mode::Hybrid => embed::query_vector(q.term)?,
-    };
-    let hits = match (mode, query_vector) {
-        (Mode::Semantic, Some(v)) => {
-            let hits = semantic::search(q, &v, q.limit, ctx)?;
-            threshold_and_limit(hits, q)
-        }
-        (Mode::Hybrid, Some(v)) => {
+    let hits = match mode {
+        Mode::Semantic => match embed::query_vector(q.term)? {
+            Some(v) => threshold_and_limit(semantic::search(q, &v, q.limit, semantic::Role::Alone, ctx)?, q),
+            None => keyword_alone(q, ctx)?,
+        },
+        Mode::Hybrid if embed::query_vector_expected()? => {
+            // The keyword half runs while the model embeds the term.
             let depth = fusion_depth(q.limit);
-            let kw = keyword::search(q, depth, keyword::Role::HybridHalf, ctx)?;
-            let sem = semantic::search(q, &v, depth, ctx)?;
-            threshold_and_limit(fusion::fuse(&kw, &sem, embed::settings::fusion()?), q)
+            let (vector, kw) =
+                embed::query_vector_while(q.term, || keyword::search(q, depth, keyword::Role::HybridHalf, ctx));
+            match vector? {
+                Some(v) => {
+                    let kw = kw?;
+                    let sem = semantic::search(q, &v, depth, semantic::Role::HybridHalf, ctx)?;
+                    threshold_and_limit(fusion::fuse(&kw, &sem, embed::settings::fusion()?), q)
+                }
+                None => keyword_alone(q, ctx)?,
+            }
         }
         // Keyword asked for, or no query vector: keyword.
-        _ => threshold_and_limit(keyword::search(q, q.limit, keyword::Role::Alone, ctx)?, q),
+        _ => keyword_alone(q, ctx)?,
     };
     load::elements(q.kind, &hits, ctx)
+}
+
+fn keyword_alone(q: &Query, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
+    Ok(threshold_and_limit(keyword::search(q, q.limit, keyword::Role::Alone, ctx)?, q))
 }
 
 /// Drop hits below THRESHOLD (and zero scores), order by score, cap at LIMIT.
