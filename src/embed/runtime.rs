@@ -165,12 +165,16 @@ pub fn embed_while<T>(text: &str, body: impl FnOnce() -> T) -> (Result<Vec<f32>,
             return (Err("the embedding model is not loaded".to_string()), body());
         };
         std::thread::scope(|scope| {
+            // The new thread inherits the signal mask of the thread that
+            // creates it: block everything around the spawn, so no signal
+            // can ever be delivered to the helper, not even before it runs.
+            let saved = block_signals();
             let spawned = std::thread::Builder::new().name("kip-embed".into()).spawn_scoped(scope, move || {
-                block_signals();
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(&[text])))
                     .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
                     .and_then(|mut v| v.pop().ok_or_else(|| "no vector".to_string()))
             });
+            restore_signals(&saved);
             match spawned {
                 Ok(handle) => {
                     let out = body();
@@ -188,20 +192,32 @@ pub fn embed_while<T>(text: &str, body: impl FnOnce() -> T) -> (Result<Vec<f32>,
     })
 }
 
-/// Block every signal in the calling (helper) thread: Postgres's handlers
-/// must run on the backend thread.
-fn block_signals() {
-    // glibc's sigset_t is 1,024 bits; SIG_BLOCK is 0 on Linux.
-    #[repr(C)]
-    struct SigSet([u64; 16]);
-    extern "C" {
-        fn sigfillset(set: *mut SigSet) -> i32;
-        fn pthread_sigmask(how: i32, set: *const SigSet, old: *mut SigSet) -> i32;
-    }
-    let mut set = SigSet([0; 16]);
+/// glibc's `sigset_t` (1,024 bits).
+#[repr(C)]
+struct SigSet([u64; 16]);
+
+extern "C" {
+    fn sigfillset(set: *mut SigSet) -> i32;
+    fn pthread_sigmask(how: i32, set: *const SigSet, old: *mut SigSet) -> i32;
+}
+
+/// Block every signal in the calling thread; returns the mask to restore.
+/// Postgres's handlers must run on the backend thread only.
+fn block_signals() -> SigSet {
+    const SIG_BLOCK: i32 = 0; // Linux
+    let mut all = SigSet([0; 16]);
+    let mut old = SigSet([0; 16]);
     unsafe {
-        sigfillset(&mut set);
-        pthread_sigmask(0, &set, std::ptr::null_mut());
+        sigfillset(&mut all);
+        pthread_sigmask(SIG_BLOCK, &all, &mut old);
+    }
+    old
+}
+
+fn restore_signals(saved: &SigSet) {
+    const SIG_SETMASK: i32 = 2; // Linux
+    unsafe {
+        pthread_sigmask(SIG_SETMASK, saved, std::ptr::null_mut());
     }
 }
 
