@@ -16,6 +16,7 @@ mod embed;
 mod engine;
 mod exec;
 mod explain;
+mod governance;
 mod guc;
 mod maintenance;
 mod schema;
@@ -26,12 +27,15 @@ mod sql_api;
 pgrx::extension_sql_file!("../sql/schema.sql", name = "kip_schema", bootstrap);
 pgrx::extension_sql_file!("../sql/maintenance.sql", name = "kip_maintenance_schema", requires = ["kip_schema"]);
 pgrx::extension_sql_file!("../sql/embedding.sql", name = "kip_embedding_schema", requires = ["kip_schema"]);
+// Roles, grants, row-level security and history: last, over every object.
+pgrx::extension_sql_file!("../sql/governance.sql", name = "kip_governance_schema", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     guc::register();
     maintenance::settings::register();
     embed::settings::register();
+    governance::settings::register();
     // Only does something while the postmaster preloads the library.
     maintenance::worker::register();
 }

@@ -22,6 +22,7 @@ pub(crate) fn raise(e: kip_lang::KipError) -> ! {
 #[pg_extern(volatile)]
 fn kip_create_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Write).unwrap_or_else(|e| raise(e));
     let existed = space::exists(&space).unwrap_or_else(|e| raise(e));
     subxact::run_isolated(|| space::ensure(&space)).unwrap_or_else(|e| raise(e));
     !existed
@@ -31,6 +32,7 @@ fn kip_create_space(name: &str) -> bool {
 #[pg_extern(volatile)]
 fn kip_drop_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Admin).unwrap_or_else(|e| raise(e));
     crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
         .unwrap_or_else(|e| raise(e))
         > 0

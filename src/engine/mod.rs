@@ -81,6 +81,8 @@ fn prepare_space(req: &Request, mode: Mode) -> Result<Space, KipError> {
     if req.dry_run {
         return Ok(space);
     }
+    // A role that may only read the space never creates or upgrades it.
+    let mode = subxact::run_isolated(|| crate::governance::access::space_mode(&space, mode))?;
     match mode {
         Mode::ReadWrite => subxact::run_isolated(|| space::ensure(&space))?,
         Mode::ReadOnly => {
@@ -111,6 +113,13 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
         return (envelope::single(Ok(dry_run_outcome(&script))), false);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
+    if is_kml {
+        let write = crate::governance::access::Privilege::Write;
+        if let Err(e) = subxact::run_isolated(|| crate::governance::access::require(space, write)) {
+            return (envelope::single(Err(e)), true);
+        }
+        crate::governance::history::tag_command(Some(&cmd.command));
+    }
     let ctx = Ctx::new(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite });
     let outcome = {
         let _budget = budget::arm();
@@ -125,6 +134,9 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
             }
         }
     };
+    if is_kml {
+        crate::governance::history::tag_command(None);
+    }
     let stop = is_kml && outcome.is_err();
     (envelope::single(outcome), stop)
 }
