@@ -178,33 +178,25 @@ ALTER TABLE kip.history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY history_read ON kip.history FOR SELECT
     USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));
 
--- The role that made a change, seen from inside the SECURITY DEFINER trigger
--- functions (where current_user is their owner): the role set by SET ROLE,
--- else the session's user.
-CREATE FUNCTION kip.acting_role() RETURNS name
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE WHEN current_setting('role') = 'none' THEN session_user::name ELSE current_setting('role')::name END
-$$;
-
--- Whether a statement's changes are recorded: kip.history is on, and the
--- session is not a pg_dump/pg_restore one (those run with row_security off;
--- a restore brings the history it carries and must not record itself).
-CREATE FUNCTION kip.history_wanted() RETURNS boolean
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT current_setting('row_security') <> 'off' AND @extschema@.kip_history_enabled()
-$$;
-
 CREATE FUNCTION kip.concepts_history() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    ts_now timestamptz := clock_timestamp();
-    who name := kip.acting_role();
-    app text := nullif(current_setting('application_name', true), '');
-    cmd text := nullif(current_setting('kip.command_hash', true), '');
+    ts_now timestamptz;
+    who name;
+    app text;
+    cmd text;
 BEGIN
-    IF NOT kip.history_wanted() THEN
+    -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
+    -- run with row_security off; a restore brings the history it carries).
+    IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
         RETURN NULL;
     END IF;
+    ts_now := clock_timestamp();
+    -- The role that made the change (current_user is this function's owner
+    -- here): the role set by SET ROLE, else the session's user.
+    who := CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END;
+    app := nullif(current_setting('application_name', true), '');
+    cmd := nullif(current_setting('kip.command_hash', true), '');
     IF TG_OP = 'INSERT' THEN
         INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
         SELECT n.space, n.id, 'concept', n.version, 'insert', NULL,
@@ -239,14 +231,22 @@ $$;
 CREATE FUNCTION kip.propositions_history() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    ts_now timestamptz := clock_timestamp();
-    who name := kip.acting_role();
-    app text := nullif(current_setting('application_name', true), '');
-    cmd text := nullif(current_setting('kip.command_hash', true), '');
+    ts_now timestamptz;
+    who name;
+    app text;
+    cmd text;
 BEGIN
-    IF NOT kip.history_wanted() THEN
+    -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
+    -- run with row_security off; a restore brings the history it carries).
+    IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
         RETURN NULL;
     END IF;
+    ts_now := clock_timestamp();
+    -- The role that made the change (current_user is this function's owner
+    -- here): the role set by SET ROLE, else the session's user.
+    who := CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END;
+    app := nullif(current_setting('application_name', true), '');
+    cmd := nullif(current_setting('kip.command_hash', true), '');
     IF TG_OP = 'INSERT' THEN
         INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
         SELECT n.space, n.id, 'proposition', n.version, 'insert', NULL,
