@@ -4,7 +4,8 @@
 #   1. kip-lang unit, corpus, property and fuzz tests (no Postgres)
 #   2. cargo pgrx test pg15: unit tests and #[pg_test] tests inside Postgres
 #   3. integration tests from a client against the project's cluster
-#      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329})
+#      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329}),
+#      then the read and write suites again as a non-superuser
 #   4. reliability suites, short versions (scripts/reliability.sh): load,
 #      pathological queries, fuzz through SQL, then crashes (these reset
 #      every session of the cluster, so they run alone, after the rest)
@@ -41,6 +42,16 @@ bash scripts/cluster.sh start
 
 step "integration tests"
 cargo test --release -p kip-integration-tests -- --test-threads=4 --skip conformance_fixtures 2>&1
+
+step "integration tests again as a non-superuser (kip_test_admin, member of kip_admin)"
+# Row-level security and the table privileges of the kip roles apply to
+# this role (superusers bypass them); tests/governance.rs covers readers
+# and writers held to their grants.
+psql -X -q -h localhost -p "$KIP_PGPORT" -U postgres -d postgres -c "DO \$\$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_test_admin') THEN
+    CREATE ROLE kip_test_admin LOGIN NOSUPERUSER IN ROLE kip_admin; END IF; END \$\$"
+KIP_TEST_USER=kip_test_admin cargo test --release -p kip-integration-tests --test kql --test kml --test search \
+  --test export --test envelope --test fidelity --test concurrency -- --test-threads=4 2>&1
 
 step "conformance fixtures (passed/total per file)"
 cargo test --release -p kip-integration-tests --test conformance -- --nocapture 2>&1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Upgrade test: a database full of kip 0.1.0 memories survives
 # `ALTER EXTENSION kip UPDATE` unchanged, gets the new capsules, still dumps
-# and restores, and ends with the same SQL objects as a fresh install.
+# and restores, and ends with the same SQL objects as a fresh install; and a
+# database of the previous release (0.2.0) likewise (step 4).
 #
 #   1. install the 0.1.0 release script (sql/releases/) next to the current
 #      one; create a 0.1.0 database whose spaces are bootstrapped with the
@@ -10,7 +11,8 @@
 #      its cursor, SleepTasks, a maintenance cycle; an agent's own Experience
 #      type in one space, an Event type an agent reworded in the other, and a
 #      third space whose Experience type cannot be merged;
-#   3. ALTER EXTENSION kip UPDATE (twice), use every space, and check.
+#   3. ALTER EXTENSION kip UPDATE (twice), use every space, and check;
+#   4. the same update from 0.2.0: memories unchanged, schema = fresh install.
 # Runs against the project's cluster (scripts/cluster.sh, ${KIP_PGPORT}).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -212,5 +214,56 @@ if ! diff -u "$TMP/schema-fresh" "$TMP/schema-upgraded" > "$TMP/schema.diff"; th
 fi
 echo "schema of $OLD + update = schema of a fresh $NEW install ($(wc -l < "$TMP/schema-fresh") catalog lines)"
 
-for db in $DB $FRESH $RESTORED; do q postgres "DROP DATABASE IF EXISTS $db" >/dev/null; done
+# The previous release, 0.2.0 -> current: memories unchanged, the same
+# schema as a fresh install, and the new objects at work afterwards.
+OLD2=0.2.0
+DB2=kip_upgrade_test_020
+if [ -w "$EXTDIR" ]; then install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"
+else sudo install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"; fi
+q postgres "DROP DATABASE IF EXISTS $DB2" >/dev/null
+q postgres "CREATE DATABASE $DB2" >/dev/null
+q $DB2 "CREATE EXTENSION kip VERSION '$OLD2' CASCADE" >/dev/null
+[ "$(q $DB2 "SELECT extversion FROM pg_extension WHERE extname = 'kip'")" = "$OLD2" ] || fail "$OLD2 not installed"
+kip2() { # space, command
+  "${PSQL[@]}" -d $DB2 -tA -v space="$1" -v cmd="$2" <<'SQL' | tail -1
+SET kip.space = :'space';
+SELECT kip_execute(:'cmd');
+SQL
+}
+for space in delta epsilon; do
+  out=$(kip2 $space 'UPSERT {
+    CONCEPT ?ana { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human" } }
+    CONCEPT ?tea { {type: "Preference", name: "green tea"} SET ATTRIBUTES { description: "Prefers green tea" }
+      SET PROPOSITIONS { ("derived_from", ?ana) } }
+  } WITH METADATA { source: "upgrade-test", confidence: 0.8 }')
+  echo "$out" | grep -q '"result"' || fail "$OLD2 memories in $space: $out"
+done
+q $DB2 "SELECT kip_maintenance('*')" >/dev/null
+snapshot2() {
+  q $DB2 "SELECT c::text FROM (SELECT id, space, type, name, attributes, metadata, version, created_at, updated_at FROM kip.concepts) c ORDER BY id" > "$1"
+  q $DB2 "SELECT p::text FROM (SELECT id, space, subject, predicate, object, attributes, metadata, version, created_at, updated_at FROM kip.propositions) p ORDER BY id" >> "$1"
+  q $DB2 "SELECT s::text FROM kip.spaces s ORDER BY name" >> "$1"
+  q $DB2 "SELECT l::text FROM kip.maintenance_log l ORDER BY id" >> "$1"
+}
+snapshot2 "$TMP/before2"
+q $DB2 "ALTER EXTENSION kip UPDATE" >/dev/null
+q $DB2 "ALTER EXTENSION kip UPDATE" >/dev/null
+[ "$(q $DB2 "SELECT extversion FROM pg_extension WHERE extname = 'kip'")" = "$NEW" ] || fail "not at $NEW after the update from $OLD2"
+snapshot2 "$TMP/after2"
+diff -u "$TMP/before2" "$TMP/after2" >/dev/null || { diff -u "$TMP/before2" "$TMP/after2" | head -20; fail "ALTER EXTENSION from $OLD2 changed stored data"; }
+echo "ALTER EXTENSION kip UPDATE $OLD2 -> $NEW (twice): every element, version and timestamp unchanged"
+"${PSQL[@]}" -d $DB2 -tA -f tests/upgrade/schema_signature.sql > "$TMP/schema-upgraded2"
+if ! diff -u "$TMP/schema-fresh" "$TMP/schema-upgraded2" > "$TMP/schema2.diff"; then
+  cat "$TMP/schema2.diff"
+  fail "the schema of $OLD2 + ALTER EXTENSION kip UPDATE differs from a fresh $NEW install (- fresh, + upgraded): add the change to sql/kip--$OLD2--$NEW.sql"
+fi
+echo "schema of $OLD2 + update = schema of a fresh $NEW install"
+# The new objects work on the upgraded database: a change is recorded.
+out=$(kip2 delta 'UPSERT { CONCEPT ?ana { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "AI" } } }')
+echo "$out" | grep -q '"result"' || fail "write after the update: $out"
+[ "$(q $DB2 "SELECT count(*) FROM kip.history WHERE space = 'delta' AND operation = 'update' AND command_hash IS NOT NULL")" = 1 ] \
+  || fail "no history row for a change after the update from $OLD2"
+echo "after the update from $OLD2: changes are recorded in kip.history"
+
+for db in $DB $FRESH $RESTORED $DB2; do q postgres "DROP DATABASE IF EXISTS $db" >/dev/null; done
 echo "upgrade test passed"

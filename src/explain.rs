@@ -4,7 +4,8 @@
 
 use crate::engine::request::CommandRequest;
 use crate::compile::find::compile_find;
-use crate::engine::{self, Mode};
+use crate::engine;
+use crate::exec::Mode;
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
 use crate::resolve;

@@ -18,6 +18,7 @@ mod embed;
 mod engine;
 mod exec;
 mod explain;
+mod governance;
 mod guc;
 mod params;
 mod resolve;
@@ -49,12 +50,15 @@ COMMENT ON FUNCTION kip.hops_exceeded(boolean, integer) IS 'Raises SQLSTATE 5400
     name = "kip_hops_helpers",
     requires = ["kip_schema"]
 );
+// Roles, grants, row-level security and history: last, over every object.
+pgrx::extension_sql_file!("../sql/governance.sql", name = "kip_governance_schema", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     guc::register();
     maintenance::settings::register();
     embed::settings::register();
+    governance::settings::register();
     // Only does something while the postmaster preloads the library.
     maintenance::worker::register();
 }

@@ -60,3 +60,4 @@ fn kip_format_and_kip_parse_are_exposed() {
     let err = Spi::get_one::<pgrx::JsonB>("SELECT kip_parse('FIND(')").unwrap().unwrap().0;
     assert_eq!(err["error"]["code"], json!("KIP_1001"));
 }
+include!("governance/pg_tests.rs");

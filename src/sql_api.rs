@@ -4,24 +4,14 @@ use crate::exec::{subxact, Access, SqlParam};
 use crate::space;
 use pgrx::prelude::*;
 use pgrx::JsonB;
+use crate::exec::pg_error::raise;
 
-/// Raise a KIP error as a Postgres ERROR, for SQL functions that return
-/// values rather than the KIP envelope.
-pub(crate) fn raise(e: kip_lang::KipError) -> ! {
-    let hint = e.hint.clone().unwrap_or_default();
-    ereport!(
-        PgLogLevel::ERROR,
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        format!("{}: {}", e.code.as_str(), e.message),
-        hint
-    );
-    unreachable!("ereport(ERROR) does not return")
-}
 
 /// Create (and bootstrap) a memory space; returns false if it existed.
 #[pg_extern(volatile)]
 fn kip_create_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Write).unwrap_or_else(|e| raise(e));
     let existed = crate::bootstrap::spaces::exists(&space).unwrap_or_else(|e| raise(e));
     subxact::run_isolated(|| crate::bootstrap::spaces::ensure(&space)).unwrap_or_else(|e| raise(e));
     !existed
@@ -31,6 +21,7 @@ fn kip_create_space(name: &str) -> bool {
 #[pg_extern(volatile)]
 fn kip_drop_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Admin).unwrap_or_else(|e| raise(e));
     crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
         .unwrap_or_else(|e| raise(e))
         > 0

@@ -275,9 +275,7 @@ fn a_non_superuser_role_can_use_kip() {
         .batch_execute(
             "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_test_agent') THEN \
                CREATE ROLE kip_test_agent LOGIN NOSUPERUSER; END IF; END $$; \
-             GRANT USAGE ON SCHEMA kip TO kip_test_agent; \
-             GRANT SELECT, INSERT, UPDATE, DELETE ON kip.spaces, kip.concepts, kip.propositions, kip.maintenance_log TO kip_test_agent; \
-             GRANT USAGE ON ALL SEQUENCES IN SCHEMA kip TO kip_test_agent",
+             GRANT kip_writer TO kip_test_agent",
         )
         .unwrap();
     let dsn = dsn_for("kip_test").replace("user=postgres", "user=kip_test_agent");
@@ -285,6 +283,8 @@ fn a_non_superuser_role_can_use_kip() {
     let superuser: bool = c.query_one("SELECT rolsuper FROM pg_roles WHERE rolname = current_user", &[]).unwrap().get(0);
     assert!(!superuser);
     let space = kip_integration_tests::unique_space("agent");
+    // A writer uses the spaces granted to it (governance, tests/governance.rs).
+    admin.execute("SELECT kip_grant($1, 'kip_test_agent', 'write')", &[&space]).unwrap();
     use_space(&mut c, &space);
     drugs(&mut c, 5);
     let q = r#"FIND(?d.name) WHERE { ?d {type: "Drug"} } LIMIT 3"#;

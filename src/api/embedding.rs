@@ -13,7 +13,7 @@ use crate::engine::envelope;
 use crate::compile::ids::ElementKind;
 use crate::compile::ids;
 use crate::exec::{extensions, spi, subxact, Access, SqlParam};
-use crate::sql_api::raise;
+use crate::exec::pg_error::raise;
 use crate::{engine, space};
 use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
@@ -100,7 +100,7 @@ fn search_with_vector(
         .collect::<Result<_, _>>()?;
     check_vector(&vector, "the query embedding")?;
     let request = crate::engine::request::single(command, &parameters.unwrap_or_else(|| json!({})))?;
-    let script = engine::prepare(&request.commands[0], engine::Mode::ReadOnly)?;
+    let script = engine::prepare(&request.commands[0], crate::exec::Mode::ReadOnly)?;
     if !matches!(script.commands.as_slice(), [kip_lang::ast::Command::Search(_)]) {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_search runs exactly one SEARCH command")
             .with_hint("Use kip_execute_readonly for other commands."));

@@ -11,7 +11,8 @@ mod embedding;
 pub mod jsonb_arg;
 
 use crate::bootstrap::spaces;
-use crate::engine::{self, envelope, request, Mode};
+use crate::engine::{self, envelope, request};
+use crate::exec::Mode;
 use crate::exec::subxact;
 use crate::space::{self, Space};
 use kip_lang::{ErrorCode, KipError};
@@ -37,6 +38,8 @@ fn prepare_space(req: &request::Request, mode: Mode) -> Result<Space, KipError> 
     if req.dry_run {
         return Ok(space);
     }
+    // A role that may only read the space never creates or upgrades it.
+    let mode = subxact::run_isolated(|| crate::governance::access::space_mode(&space, mode))?;
     match mode {
         Mode::ReadWrite => subxact::run_isolated(|| spaces::ensure(&space))?,
         Mode::ReadOnly => {

@@ -8,7 +8,7 @@
 
 use envelope::Outcome;
 use request::{CommandRequest, Request};
-use crate::exec::{budget, pg_error, subxact, Access, Ctx};
+use crate::exec::{budget, pg_error, subxact, Access, Ctx, Mode};
 use crate::space::Space;
 use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
@@ -27,12 +27,6 @@ pub mod store;
 pub mod targets;
 pub mod update;
 pub mod upsert;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    ReadWrite,
-    ReadOnly,
-}
 
 /// Run a validated request in `space` (prepared by the caller: created and
 /// bootstrapped for read-write use, known to exist for read-only use).
@@ -67,6 +61,13 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
         return (envelope::single(Ok(dry_run_outcome(&script))), false);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
+    if is_kml {
+        let write = crate::governance::access::Privilege::Write;
+        if let Err(e) = subxact::run_isolated(|| crate::governance::access::require(space, write)) {
+            return (envelope::single(Err(e)), true);
+        }
+        crate::governance::history::tag_command(Some(&cmd.command));
+    }
     let ctx = Ctx::new(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite });
     let outcome = {
         let _budget = budget::arm();
@@ -81,6 +82,9 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
             }
         }
     };
+    if is_kml {
+        crate::governance::history::tag_command(None);
+    }
     let stop = is_kml && outcome.is_err();
     (envelope::single(outcome), stop)
 }

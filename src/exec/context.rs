@@ -4,6 +4,14 @@
 use super::Access;
 use crate::space::Space;
 
+/// The entry point a command came through: `kip_execute` (read-write) or
+/// `kip_execute_readonly`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    ReadWrite,
+    ReadOnly,
+}
+
 /// Who issued a command. Only the extension's own bootstrap may refine the
 /// immutable core of the schema (see `resolve::protection`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,5 +9,5 @@ pub mod subxact;
 pub mod cursor;
 pub mod extensions;
 
-pub use context::{Ctx, Origin};
+pub use context::{Ctx, Mode, Origin};
 pub use spi::{Access, SqlParam};

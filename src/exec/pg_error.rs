@@ -1,5 +1,6 @@
 //! Mapping of Postgres errors caught inside a command to KIP errors.
 
+use pgrx::prelude::*;
 use kip_lang::{ErrorCode, KipError};
 use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
 use pgrx::PgSqlErrorCode;
@@ -86,4 +87,17 @@ pub fn classify(caught: CaughtError) -> Caught {
             .with_hint("Retry later; if it persists, report it with the command that caused it."),
     };
     Caught::Kip(kip)
+}
+
+/// Raise a KIP error as a Postgres ERROR, for SQL functions that return
+/// values rather than the KIP envelope.
+pub fn raise(e: kip_lang::KipError) -> ! {
+    let hint = e.hint.clone().unwrap_or_default();
+    ereport!(
+        PgLogLevel::ERROR,
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("{}: {}", e.code.as_str(), e.message),
+        hint
+    );
+    unreachable!("ereport(ERROR) does not return")
 }

@@ -30,13 +30,13 @@ use serde_json::{json, Value};
 #[pg_extern(volatile)]
 fn kip_maintenance(space: default!(Option<&str>, "NULL")) -> JsonB {
     let result = match space {
-        Some("*") => run_all(),
-        Some(name) => space::validate(name).and_then(|s| run_existing(&s)),
-        None => space::current().and_then(|s| run_existing(&s)),
+        Some("*") => crate::governance::access::require_kip_admin("kip_maintenance('*')").and_then(|_| run_all()),
+        Some(name) => space::validate(name).and_then(|s| run_writable(&s)),
+        None => space::current().and_then(|s| run_writable(&s)),
     };
     match result {
         Ok(v) => JsonB(v),
-        Err(e) => crate::sql_api::raise(e),
+        Err(e) => crate::exec::pg_error::raise(e),
     }
 }
 
@@ -57,6 +57,12 @@ pub(crate) fn bootstrapped_spaces() -> Result<Vec<Space>, KipError> {
         Access::ReadOnly,
     )?;
     rows.iter().map(|row| space::validate(row[0].as_str().unwrap_or_default())).collect()
+}
+
+/// A named space's cycle writes it: the caller needs the write privilege.
+fn run_writable(space: &Space) -> Result<Value, KipError> {
+    crate::governance::access::require(space, crate::governance::access::Privilege::Write)?;
+    run_existing(space)
 }
 
 fn run_existing(space: &Space) -> Result<Value, KipError> {

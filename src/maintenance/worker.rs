@@ -165,4 +165,5 @@ fn run_cycle() {
         }
     }
     log!("kip maintenance cycle done on {} space(s)", spaces.len());
+    crate::governance::retention::prune_in_worker();
 }

@@ -32,17 +32,24 @@ pub struct WordStats {
 }
 
 thread_local! {
-    static CACHE: RefCell<HashMap<&'static str, (Instant, Rc<WordStats>)>> = RefCell::new(HashMap::new());
+    /// Per table and role: a role under row-level security sees other numbers.
+    static CACHE: RefCell<HashMap<(&'static str, u32), (Instant, Rc<WordStats>)>> = RefCell::new(HashMap::new());
 }
 
 /// The statistics of `table` (`schema.name`, a trusted identifier).
 pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError> {
-    if let Some(stats) = CACHE.with(|c| c.borrow().get(table).filter(|(at, _)| at.elapsed() < TTL).map(|(_, s)| s.clone())) {
+    let key = (table, u32::from(unsafe { pgrx::pg_sys::GetUserId() }));
+    if let Some(stats) = CACHE.with(|c| c.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|(_, s)| s.clone())) {
         return Ok(stats);
     }
     let (schema, name) = table.split_once('.').expect("a schema-qualified table");
+    // A role under row-level security (governance, DESIGN §16) must not
+    // learn the size of spaces it cannot read: its `rows` is the number of
+    // rows it can see (pg_stats already hides the word statistics from it).
     let rows = spi::query(
-        "SELECT greatest(c.reltuples, 0)::float8,
+        "SELECT CASE WHEN row_security_active(c.oid) THEN (SELECT count(*) FROM ONLY kip.concepts WHERE c.relname = 'concepts')
+                                                          + (SELECT count(*) FROM ONLY kip.propositions WHERE c.relname = 'propositions')
+                     ELSE greatest(c.reltuples, 0) END::float8,
                 to_jsonb(coalesce(s.most_common_elems::text::text[], '{}')),
                 to_jsonb(coalesce(s.most_common_elem_freqs, '{}'))
          FROM pg_class c
@@ -59,7 +66,7 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
         },
         None => WordStats::default(),
     });
-    CACHE.with(|c| c.borrow_mut().insert(table, (Instant::now(), stats.clone())));
+    CACHE.with(|c| c.borrow_mut().insert(key, (Instant::now(), stats.clone())));
     Ok(stats)
 }
 

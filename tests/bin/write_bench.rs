@@ -7,8 +7,10 @@
 //!
 //! `KIP_BENCH_ASYNC_COMMIT=1` runs the session with `synchronous_commit =
 //! off`, which shows how much of the time is the WAL flush of each commit.
+//! `KIP_BENCH_HISTORY=compare` measures the cost of the history: the same
+//! capsules with `kip.history` off and on, in alternating rounds.
 
-use kip_integration_tests::{connect, fresh_space, kip};
+use kip_integration_tests::{connect, fresh_space, kip, use_space};
 use serde_json::json;
 use std::time::Instant;
 
@@ -46,18 +48,12 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores")
 }
 
-fn main() {
-    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
-    let mut c = connect();
-    let space = fresh_space(&mut c, "bench_write");
-    let async_commit = std::env::var("KIP_BENCH_ASYNC_COMMIT").is_ok_and(|v| v == "1");
-    if async_commit {
-        c.batch_execute("SET synchronous_commit = off").expect("set synchronous_commit");
-    }
-    kip(&mut c, "DESCRIBE PRIMER", json!({})); // bootstrap outside the timing
+/// Write `count` capsules into `space` starting at capsule `from`; returns
+/// the wall time and each call's latency.
+fn write(c: &mut postgres::Client, from: usize, count: usize) -> (std::time::Duration, Vec<std::time::Duration>) {
     let mut latencies = Vec::with_capacity(count);
     let start = Instant::now();
-    for i in 0..count {
+    for i in from..from + count {
         let minute = i % 60;
         let hour = (i / 60) % 24;
         let day = 1 + (i / 1440) % 28;
@@ -74,21 +70,74 @@ fn main() {
             "source": format!("conversation:{i}"),
         });
         let t = Instant::now();
-        let out = kip(&mut c, CAPSULE, params);
+        let out = kip(c, CAPSULE, params);
         latencies.push(t.elapsed());
         if out.get("error").is_some() {
             panic!("capsule {i} failed: {out}");
         }
     }
-    let elapsed = start.elapsed();
+    (start.elapsed(), latencies)
+}
+
+fn set_history(c: &mut postgres::Client, on: bool) {
+    c.batch_execute(if on { "SET kip.history = on" } else { "SET kip.history = off" }).expect("set kip.history");
+}
+
+fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let mut c = connect();
+    let async_commit = std::env::var("KIP_BENCH_ASYNC_COMMIT").is_ok_and(|v| v == "1");
+    if async_commit {
+        c.batch_execute("SET synchronous_commit = off").expect("set synchronous_commit");
+    }
+    let commit = if async_commit { "off" } else { "on" };
+    if std::env::var("KIP_BENCH_HISTORY").is_ok_and(|v| v == "compare") {
+        return compare_history(&mut c, count, commit);
+    }
+    let space = fresh_space(&mut c, "bench_write");
+    kip(&mut c, "DESCRIBE PRIMER", json!({})); // bootstrap outside the timing
+    let (elapsed, mut latencies) = write(&mut c, 0, count);
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p) as usize];
     println!(
-        "write benchmark: {count} Event capsules (3 concept blocks, 5 attributes, 3 links each), 1 client, one commit per capsule (synchronous_commit {}), space {space}",
-        if async_commit { "off" } else { "on" }
+        "write benchmark: {count} Event capsules (3 concept blocks, 5 attributes, 3 links each), 1 client, one commit per capsule (synchronous_commit {commit}), space {space}"
     );
     println!("  total {:.2} s -> {:.0} capsules/s", elapsed.as_secs_f64(), count as f64 / elapsed.as_secs_f64());
     println!("  latency p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms", pct(0.5).as_secs_f64() * 1e3, pct(0.95).as_secs_f64() * 1e3, pct(0.99).as_secs_f64() * 1e3);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+}
+
+/// `KIP_BENCH_HISTORY=compare`: the cost of the history. The same capsules
+/// go to two spaces, one written with `kip.history = off` and one with it
+/// on, in alternating rounds (so load changes on the machine hit both).
+fn compare_history(c: &mut postgres::Client, count: usize, commit: &str) {
+    const ROUNDS: usize = 10;
+    let per_round = (count / ROUNDS).max(1);
+    let spaces = [fresh_space(c, "bench_history_off"), fresh_space(c, "bench_history_on")];
+    for space in &spaces {
+        use_space(c, space);
+        kip(c, "DESCRIBE PRIMER", json!({}));
+    }
+    let mut totals = [std::time::Duration::ZERO; 2];
+    for round in 0..ROUNDS {
+        for (mode, space) in spaces.iter().enumerate() {
+            use_space(c, space);
+            set_history(c, mode == 1);
+            let (elapsed, _) = write(c, round * per_round, per_round);
+            totals[mode] += elapsed;
+        }
+    }
+    set_history(c, true);
+    let n = (per_round * ROUNDS) as f64;
+    let off = n / totals[0].as_secs_f64();
+    let on = n / totals[1].as_secs_f64();
+    println!(
+        "history cost: {} Event capsules per mode in {ROUNDS} alternating rounds, 1 client, one commit per capsule (synchronous_commit {commit})",
+        per_round * ROUNDS
+    );
+    println!("  kip.history = off: {off:.0} capsules/s");
+    println!("  kip.history = on:  {on:.0} capsules/s ({:.0}% of off)", 100.0 * on / off);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
 }

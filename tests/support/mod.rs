@@ -24,8 +24,12 @@ pub fn admin_dsn() -> String {
     format!("host=localhost port={} user=postgres dbname=postgres", port())
 }
 
+/// Connection string of a test database, as `postgres` or as the role in
+/// `KIP_TEST_USER` (scripts/test.sh runs suites again as a non-superuser
+/// member of kip_admin).
 pub fn dsn_for(db: &str) -> String {
-    std::env::var("KIP_TEST_DSN").unwrap_or_else(|_| format!("host=localhost port={} user=postgres dbname={db}", port()))
+    let user = std::env::var("KIP_TEST_USER").unwrap_or_else(|_| "postgres".to_string());
+    std::env::var("KIP_TEST_DSN").unwrap_or_else(|_| format!("host=localhost port={} user={user} dbname={db}", port()))
 }
 
 /// Create a database (if missing) with the kip extension installed. Test

@@ -1,0 +1,615 @@
+-- kip 0.2.0 -> 0.3.0.
+
+-- issue 13: governance
+--
+-- Roles, grants per space, row-level security and the history of every
+-- change (sql/governance.sql, src/governance/). No element, version or
+-- timestamp changes here; existing elements have no history rows until
+-- they change.
+
+CREATE FUNCTION "kip_history_enabled"() RETURNS bool /* bool */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'kip_history_enabled_wrapper';
+
+CREATE FUNCTION "kip_prune_history"(
+	"max" bigint DEFAULT NULL /* Option < i64 > */
+) RETURNS bigint /* i64 */
+VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'kip_prune_history_wrapper';
+
+-- Group roles.
+DO $roles$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'kip_reader') THEN
+        CREATE ROLE kip_reader NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'kip_writer') THEN
+        CREATE ROLE kip_writer NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'kip_admin') THEN
+        CREATE ROLE kip_admin NOLOGIN;
+    END IF;
+    IF NOT pg_catalog.pg_has_role('kip_writer', 'kip_reader', 'MEMBER') THEN
+        GRANT kip_reader TO kip_writer;
+    END IF;
+    IF NOT pg_catalog.pg_has_role('kip_admin', 'kip_writer', 'MEMBER') THEN
+        GRANT kip_writer TO kip_admin;
+    END IF;
+END
+$roles$;
+
+-- Which role may use which space. One row per (space, role): the highest
+-- privilege granted. A grant may name a space that does not exist yet: it
+-- lets that role create the space. Like Postgres's own ACLs, grants are
+-- visible to every kip role; only admins of a space change them.
+CREATE TABLE kip.space_grants (
+    space      text NOT NULL CONSTRAINT space_grant_name_format CHECK (space ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$'),
+    role       name NOT NULL,
+    privilege  text NOT NULL CONSTRAINT space_grant_privilege CHECK (privilege IN ('read', 'write', 'admin')),
+    granted_by name NOT NULL DEFAULT current_user,
+    granted_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (space, role)
+);
+CREATE INDEX space_grants_role_idx ON kip.space_grants (role);
+COMMENT ON TABLE kip.space_grants IS 'Which role may read, write or administer which memory space (kip_grant, kip_revoke)';
+
+-- Whether the current role is a kip administrator (superusers are).
+CREATE FUNCTION kip.is_admin() RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+                   WHERE r.rolname = 'kip_admin' AND pg_catalog.pg_has_role(r.oid, 'USAGE'))
+$$;
+
+-- The spaces the current role holds one of the given privileges on, directly
+-- or through a role it inherits from. Roles dropped since the grant match
+-- nobody.
+CREATE FUNCTION kip.granted_spaces(p_privileges text[]) RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(array_agg(DISTINCT g.space), '{}')
+    FROM kip.space_grants g
+    JOIN pg_catalog.pg_roles r ON r.rolname = g.role
+    WHERE g.privilege = ANY (p_privileges) AND pg_catalog.pg_has_role(r.oid, 'USAGE')
+$$;
+
+CREATE FUNCTION kip.readable_spaces() RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT kip.granted_spaces(ARRAY['read', 'write', 'admin']) $$;
+CREATE FUNCTION kip.writable_spaces() RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT kip.granted_spaces(ARRAY['write', 'admin']) $$;
+CREATE FUNCTION kip.administered_spaces() RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT kip.granted_spaces(ARRAY['admin']) $$;
+
+-- The current role's access to one space: 'admin', 'write', 'read' or
+-- 'none'. kip_execute asks it before running anything (src/governance).
+CREATE FUNCTION kip.space_access(p_space text) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE
+        WHEN kip.is_admin() OR p_space = ANY (kip.administered_spaces()) THEN 'admin'
+        WHEN p_space = ANY (kip.writable_spaces()) THEN 'write'
+        WHEN p_space = ANY (kip.readable_spaces()) THEN 'read'
+        ELSE 'none'
+    END
+$$;
+COMMENT ON FUNCTION kip.space_access(text) IS 'The current role''s access to a memory space: admin, write, read or none';
+
+-- Row-level security. Each predicate is a scalar subquery, evaluated once
+-- per statement (an InitPlan), not once per row.
+ALTER TABLE kip.spaces ENABLE ROW LEVEL SECURITY;
+CREATE POLICY spaces_read ON kip.spaces FOR SELECT
+    USING ((SELECT kip.is_admin()) OR name = ANY ((SELECT kip.readable_spaces())::text[]));
+CREATE POLICY spaces_create ON kip.spaces FOR INSERT
+    WITH CHECK ((SELECT kip.is_admin()) OR name = ANY ((SELECT kip.writable_spaces())::text[]));
+CREATE POLICY spaces_update ON kip.spaces FOR UPDATE
+    USING ((SELECT kip.is_admin()) OR name = ANY ((SELECT kip.writable_spaces())::text[]))
+    WITH CHECK ((SELECT kip.is_admin()) OR name = ANY ((SELECT kip.writable_spaces())::text[]));
+CREATE POLICY spaces_drop ON kip.spaces FOR DELETE
+    USING ((SELECT kip.is_admin()) OR name = ANY ((SELECT kip.administered_spaces())::text[]));
+
+ALTER TABLE kip.concepts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY concepts_read ON kip.concepts FOR SELECT
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));
+CREATE POLICY concepts_insert ON kip.concepts FOR INSERT
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+CREATE POLICY concepts_update ON kip.concepts FOR UPDATE
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]))
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+CREATE POLICY concepts_delete ON kip.concepts FOR DELETE
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+
+ALTER TABLE kip.propositions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY propositions_read ON kip.propositions FOR SELECT
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));
+CREATE POLICY propositions_insert ON kip.propositions FOR INSERT
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+CREATE POLICY propositions_update ON kip.propositions FOR UPDATE
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]))
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+CREATE POLICY propositions_delete ON kip.propositions FOR DELETE
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+
+ALTER TABLE kip.maintenance_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY maintenance_log_read ON kip.maintenance_log FOR SELECT
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));
+CREATE POLICY maintenance_log_insert ON kip.maintenance_log FOR INSERT
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.writable_spaces())::text[]));
+
+ALTER TABLE kip.space_grants ENABLE ROW LEVEL SECURITY;
+CREATE POLICY space_grants_read ON kip.space_grants FOR SELECT USING (true);
+CREATE POLICY space_grants_insert ON kip.space_grants FOR INSERT
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.administered_spaces())::text[]));
+CREATE POLICY space_grants_update ON kip.space_grants FOR UPDATE
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.administered_spaces())::text[]))
+    WITH CHECK ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.administered_spaces())::text[]));
+CREATE POLICY space_grants_delete ON kip.space_grants FOR DELETE
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.administered_spaces())::text[]));
+
+-- The views run with the privileges (and row-level security) of the role
+-- reading them, not of their owner.
+ALTER VIEW kip.concept_nodes SET (security_invoker = true);
+ALTER VIEW kip.facts SET (security_invoker = true);
+ALTER VIEW kip.embedding_backlog SET (security_invoker = true);
+
+-- History of every change of a concept or proposition. The row images hold
+-- the content (identity, endpoints, attributes, metadata, timestamps), not
+-- the vector or the tsvector. `version` is the version after the change (the
+-- last one for a delete). Written only by the triggers below (callers have
+-- no privilege to write it); kept for kip.history_retention.
+CREATE TABLE kip.history (
+    id               bigserial PRIMARY KEY,
+    space            text NOT NULL,
+    element_id       bigint NOT NULL,
+    kind             text NOT NULL CONSTRAINT history_kind CHECK (kind IN ('concept', 'proposition')),
+    version          integer NOT NULL,
+    operation        text NOT NULL CONSTRAINT history_operation CHECK (operation IN ('insert', 'update', 'delete')),
+    before           jsonb,
+    after            jsonb,
+    changed_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    xact_id          xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(),
+    role             name NOT NULL,
+    application_name text,
+    command_hash     text
+);
+CREATE INDEX history_element_idx ON kip.history (element_id, id);
+CREATE INDEX history_changed_at_idx ON kip.history (changed_at);
+COMMENT ON TABLE kip.history IS 'Every insert, update and delete of a concept or proposition (kip_history, kip_revert, kip_changes)';
+COMMENT ON COLUMN kip.history.command_hash IS 'sha256 (hex) of the KIP command text when kip_execute made the change';
+
+ALTER TABLE kip.history ENABLE ROW LEVEL SECURITY;
+CREATE POLICY history_read ON kip.history FOR SELECT
+    USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));
+
+CREATE FUNCTION kip.concepts_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    ts_now timestamptz;
+    who name;
+    app text;
+    cmd text;
+BEGIN
+    -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
+    -- run with row_security off; a restore brings the history it carries).
+    IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
+        RETURN NULL;
+    END IF;
+    ts_now := clock_timestamp();
+    -- The role that made the change (current_user is this function's owner
+    -- here): the role set by SET ROLE, else the session's user.
+    who := CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END;
+    app := nullif(current_setting('application_name', true), '');
+    cmd := nullif(current_setting('kip.command_hash', true), '');
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
+        SELECT n.space, n.id, 'concept', n.version, 'insert', NULL,
+               jsonb_build_object('type', n.type, 'name', n.name, 'attributes', n.attributes, 'metadata', n.metadata,
+                                  'created_at', n.created_at, 'updated_at', n.updated_at),
+               ts_now, who, app, cmd
+        FROM new_rows n;
+    ELSIF TG_OP = 'UPDATE' THEN
+        -- Only real changes: a new version (content) or another space. A
+        -- vector stored by the embedder changes neither.
+        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
+        SELECT n.space, n.id, 'concept', n.version, 'update',
+               jsonb_build_object('type', o.type, 'name', o.name, 'attributes', o.attributes, 'metadata', o.metadata,
+                                  'created_at', o.created_at, 'updated_at', o.updated_at),
+               jsonb_build_object('type', n.type, 'name', n.name, 'attributes', n.attributes, 'metadata', n.metadata,
+                                  'created_at', n.created_at, 'updated_at', n.updated_at),
+               ts_now, who, app, cmd
+        FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE n.version <> o.version OR n.space <> o.space;
+    ELSE
+        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
+        SELECT o.space, o.id, 'concept', o.version, 'delete',
+               jsonb_build_object('type', o.type, 'name', o.name, 'attributes', o.attributes, 'metadata', o.metadata,
+                                  'created_at', o.created_at, 'updated_at', o.updated_at),
+               NULL, ts_now, who, app, cmd
+        FROM old_rows o;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION kip.propositions_history() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    ts_now timestamptz;
+    who name;
+    app text;
+    cmd text;
+BEGIN
+    -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
+    -- run with row_security off; a restore brings the history it carries).
+    IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
+        RETURN NULL;
+    END IF;
+    ts_now := clock_timestamp();
+    -- The role that made the change (current_user is this function's owner
+    -- here): the role set by SET ROLE, else the session's user.
+    who := CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END;
+    app := nullif(current_setting('application_name', true), '');
+    cmd := nullif(current_setting('kip.command_hash', true), '');
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
+        SELECT n.space, n.id, 'proposition', n.version, 'insert', NULL,
+               jsonb_build_object('subject_concept', n.subject_concept, 'subject_link', n.subject_link,
+                                  'predicate', n.predicate,
+                                  'object_concept', n.object_concept, 'object_link', n.object_link,
+                                  'attributes', n.attributes, 'metadata', n.metadata,
+                                  'created_at', n.created_at, 'updated_at', n.updated_at),
+               ts_now, who, app, cmd
+        FROM new_rows n;
+    ELSIF TG_OP = 'UPDATE' THEN
+        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
+        SELECT n.space, n.id, 'proposition', n.version, 'update',
+               jsonb_build_object('subject_concept', o.subject_concept, 'subject_link', o.subject_link,
+                                  'predicate', o.predicate,
+                                  'object_concept', o.object_concept, 'object_link', o.object_link,
+                                  'attributes', o.attributes, 'metadata', o.metadata,
+                                  'created_at', o.created_at, 'updated_at', o.updated_at),
+               jsonb_build_object('subject_concept', n.subject_concept, 'subject_link', n.subject_link,
+                                  'predicate', n.predicate,
+                                  'object_concept', n.object_concept, 'object_link', n.object_link,
+                                  'attributes', n.attributes, 'metadata', n.metadata,
+                                  'created_at', n.created_at, 'updated_at', n.updated_at),
+               ts_now, who, app, cmd
+        FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE n.version <> o.version OR n.space <> o.space;
+    ELSE
+        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
+        SELECT o.space, o.id, 'proposition', o.version, 'delete',
+               jsonb_build_object('subject_concept', o.subject_concept, 'subject_link', o.subject_link,
+                                  'predicate', o.predicate,
+                                  'object_concept', o.object_concept, 'object_link', o.object_link,
+                                  'attributes', o.attributes, 'metadata', o.metadata,
+                                  'created_at', o.created_at, 'updated_at', o.updated_at),
+               NULL, ts_now, who, app, cmd
+        FROM old_rows o;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+-- Postgres allows transition tables only on single-event triggers: three per table.
+CREATE TRIGGER concepts_history_insert AFTER INSERT ON kip.concepts
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.concepts_history();
+CREATE TRIGGER concepts_history_update AFTER UPDATE ON kip.concepts
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.concepts_history();
+CREATE TRIGGER concepts_history_delete AFTER DELETE ON kip.concepts
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.concepts_history();
+CREATE TRIGGER propositions_history_insert AFTER INSERT ON kip.propositions
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.propositions_history();
+CREATE TRIGGER propositions_history_update AFTER UPDATE ON kip.propositions
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.propositions_history();
+CREATE TRIGGER propositions_history_delete AFTER DELETE ON kip.propositions
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.propositions_history();
+
+-- A KIP error raised by the SQL functions below: 'KIP_xxxx: message', with a hint.
+CREATE FUNCTION kip.raise_kip(p_code text, p_message text, p_hint text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = p_code || ': ' || p_message, HINT = p_hint;
+END;
+$$;
+
+-- An external id (C:<n>, P:<n> or P:<n>:<predicate>) as (kind, element id).
+CREATE FUNCTION kip.parse_element_ref(p_ref text, OUT kind text, OUT element_id bigint)
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    m text[];
+BEGIN
+    m := regexp_match(coalesce(p_ref, ''), '^([CP]):(0|[1-9][0-9]{0,17})(:.+)?$');
+    IF m IS NULL OR (m[1] = 'C' AND m[3] IS NOT NULL) THEN
+        PERFORM kip.raise_kip('KIP_1001', format('malformed element id %L', p_ref),
+            'Use the external id of a concept (C:<n>) or a proposition (P:<n>:<predicate>).');
+    END IF;
+    kind := CASE m[1] WHEN 'C' THEN 'concept' ELSE 'proposition' END;
+    element_id := m[2]::bigint;
+END;
+$$;
+
+-- Grant a role read, write or admin on a space (write implies read, admin
+-- implies write). Callers: kip_admin members, or admins of that space.
+CREATE FUNCTION kip_grant(space text, role name, privilege text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    rank_of CONSTANT jsonb := '{"read": 1, "write": 2, "admin": 3}';
+    held text;
+BEGIN
+    IF privilege IS NULL OR NOT rank_of ? privilege THEN
+        PERFORM kip.raise_kip('KIP_1001', format('unknown privilege %L', privilege),
+            'The privilege is ''read'', ''write'' (implies read) or ''admin'' (implies write).');
+    END IF;
+    IF space IS NULL OR space !~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$' THEN
+        PERFORM kip.raise_kip('KIP_1002', format('invalid memory space name %L', space),
+            'A space name has 1 to 63 characters: letters, digits, ''_'', ''.'' or ''-'', starting with a letter, digit or ''_''.');
+    END IF;
+    IF role IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role) THEN
+        PERFORM kip.raise_kip('KIP_3002', format('role %L does not exist', role),
+            'Create the role first (CREATE ROLE ... ; roles are cluster-wide), then grant it a space.');
+    END IF;
+    IF kip.space_access(space) <> 'admin' THEN
+        PERFORM kip.raise_kip('KIP_3004', format('role %L may not grant access to memory space %L', current_user, space),
+            'Only members of kip_admin and roles with the admin privilege on a space grant access to it.');
+    END IF;
+    SELECT g.privilege INTO held FROM kip.space_grants g WHERE g.space = space AND g.role = role;
+    IF held IS NOT NULL AND (rank_of ->> held)::int >= (rank_of ->> privilege)::int THEN
+        RETURN false;
+    END IF;
+    INSERT INTO kip.space_grants AS g (space, role, privilege) VALUES (space, role, privilege)
+    ON CONFLICT ON CONSTRAINT space_grants_pkey
+    DO UPDATE SET privilege = EXCLUDED.privilege, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
+    RETURN true;
+END;
+$$;
+
+-- Take a privilege back: revoking read removes the role's access to the
+-- space, revoking write leaves read, revoking admin leaves write.
+CREATE FUNCTION kip_revoke(space text, role name, privilege text DEFAULT 'read') RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    rank_of CONSTANT jsonb := '{"read": 1, "write": 2, "admin": 3}';
+    below CONSTANT jsonb := '{"write": "read", "admin": "write"}';
+    held text;
+BEGIN
+    IF privilege IS NULL OR NOT rank_of ? privilege THEN
+        PERFORM kip.raise_kip('KIP_1001', format('unknown privilege %L', privilege),
+            'The privilege is ''read'', ''write'' or ''admin''.');
+    END IF;
+    IF role IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role) THEN
+        PERFORM kip.raise_kip('KIP_3002', format('role %L does not exist', role), 'Name an existing role.');
+    END IF;
+    IF space IS NULL OR kip.space_access(space) <> 'admin' THEN
+        PERFORM kip.raise_kip('KIP_3004', format('role %L may not revoke access to memory space %L', current_user, space),
+            'Only members of kip_admin and roles with the admin privilege on a space revoke access to it.');
+    END IF;
+    SELECT g.privilege INTO held FROM kip.space_grants g WHERE g.space = space AND g.role = role;
+    IF held IS NULL OR (rank_of ->> held)::int < (rank_of ->> privilege)::int THEN
+        RETURN false;
+    END IF;
+    IF privilege = 'read' THEN
+        DELETE FROM kip.space_grants g WHERE g.space = space AND g.role = role;
+    ELSE
+        UPDATE kip.space_grants g SET privilege = below ->> privilege, granted_by = current_user, granted_at = now()
+        WHERE g.space = space AND g.role = role;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+-- The versions of one element, newest first.
+CREATE FUNCTION kip_history(id text, "limit" integer DEFAULT 50) RETURNS jsonb
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    ref record;
+    result jsonb;
+BEGIN
+    SELECT * INTO ref FROM kip.parse_element_ref(id);
+    IF "limit" IS NULL OR "limit" < 1 OR "limit" > 10000 THEN
+        PERFORM kip.raise_kip('KIP_1001', format('limit %s is out of range', coalesce("limit"::text, 'NULL')),
+            'Pass a limit between 1 and 10000.');
+    END IF;
+    SELECT jsonb_build_object(
+               'id', id, 'space', min(v.space), 'kind', ref.kind,
+               'versions', jsonb_agg(jsonb_build_object(
+                   'version', v.version, 'operation', v.operation, 'changed_at', v.changed_at,
+                   'role', v.role, 'application_name', v.application_name, 'command_hash', v.command_hash,
+                   'before', v.before, 'after', v.after) ORDER BY v.hid DESC))
+    INTO result
+    FROM (SELECT h.id AS hid, h.space, h.version, h.operation, h.changed_at, h.role, h.application_name,
+                 h.command_hash, h.before, h.after
+          FROM kip.history h
+          WHERE h.element_id = ref.element_id AND h.kind = ref.kind
+          ORDER BY h.id DESC
+          LIMIT "limit") v
+    HAVING count(*) > 0;
+    IF result IS NULL THEN
+        PERFORM kip.raise_kip('KIP_3002', format('no history for %s', id),
+            'The element never existed, its history is older than kip.history_retention, or it is in a memory space you cannot read.');
+    END IF;
+    RETURN result;
+END;
+$$;
+
+-- Restore the content an element had at `version`, as a new version; an
+-- element deleted since is re-created with its id, and so are the links
+-- deleted with it (in the same transaction) whose endpoints exist. The
+-- revert is recorded in the history like any change.
+CREATE FUNCTION kip_revert(id text, version integer) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    ref record;
+    target record;
+    last record;
+    img jsonb;
+    sp text;
+    access text;
+    new_version integer;
+    missing bigint;
+    restored bigint[] := '{}';
+    frontier bigint[];
+    round_ids bigint[];
+    exists_now boolean;
+BEGIN
+    SELECT * INTO ref FROM kip.parse_element_ref(id);
+    SELECT h.space, h.after, h.version INTO target
+    FROM kip.history h
+    WHERE h.element_id = ref.element_id AND h.kind = ref.kind AND h.version = version
+      AND h.operation IN ('insert', 'update')
+    ORDER BY h.id DESC LIMIT 1;
+    SELECT h.space, h.version, h.operation, h.xact_id INTO last
+    FROM kip.history h
+    WHERE h.element_id = ref.element_id AND h.kind = ref.kind
+    ORDER BY h.id DESC LIMIT 1;
+    IF last IS NULL THEN
+        PERFORM kip.raise_kip('KIP_3002', format('no history for %s', id),
+            'The element never existed, its history is older than kip.history_retention, or it is in a memory space you cannot read.');
+    END IF;
+    IF target IS NULL THEN
+        PERFORM kip.raise_kip('KIP_3002', format('%s has no version %s', id, coalesce(version::text, 'NULL')),
+            format('kip_history(%L) lists its versions (the latest is %s).', id, last.version));
+    END IF;
+    sp := target.space;
+    img := target.after;
+    access := kip.space_access(sp);
+    IF access NOT IN ('write', 'admin') THEN
+        PERFORM kip.raise_kip('KIP_3004', format('role %L may not write memory space %L', current_user, sp),
+            'Reverting writes the element: it needs the write privilege on its space.');
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM kip.spaces s WHERE s.name = sp) THEN
+        PERFORM kip.raise_kip('KIP_3002', format('memory space %L of %s no longer exists', sp, id),
+            'Create the space again (kip_create_space) before reverting its elements.');
+    END IF;
+    IF ref.kind = 'proposition' THEN
+        -- Every endpoint of the version must exist now.
+        SELECT e INTO missing
+        FROM unnest(ARRAY[(img ->> 'subject_concept')::bigint, (img ->> 'object_concept')::bigint]) e
+        WHERE e IS NOT NULL AND NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = sp AND c.id = e)
+        LIMIT 1;
+        IF missing IS NOT NULL THEN
+            PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: its endpoint C:%s no longer exists', id, version, missing),
+                format('Revert C:%s first (kip_history(''C:%s'') lists its versions).', missing, missing));
+        END IF;
+        SELECT e INTO missing
+        FROM unnest(ARRAY[(img ->> 'subject_link')::bigint, (img ->> 'object_link')::bigint]) e
+        WHERE e IS NOT NULL AND NOT EXISTS (SELECT 1 FROM kip.propositions p WHERE p.space = sp AND p.id = e)
+        LIMIT 1;
+        IF missing IS NOT NULL THEN
+            PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: its endpoint P:%s no longer exists', id, version, missing),
+                format('Revert P:%s first (kip_history(''P:%s'') lists its versions).', missing, missing));
+        END IF;
+        exists_now := EXISTS (SELECT 1 FROM kip.propositions p WHERE p.id = ref.element_id);
+    ELSE
+        exists_now := EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = ref.element_id);
+    END IF;
+
+    BEGIN
+        IF ref.kind = 'concept' AND exists_now THEN
+            UPDATE kip.concepts c
+            SET type = img ->> 'type', name = img ->> 'name', attributes = img -> 'attributes', metadata = img -> 'metadata'
+            WHERE c.id = ref.element_id
+            RETURNING c.version INTO new_version;
+        ELSIF ref.kind = 'concept' THEN
+            INSERT INTO kip.concepts (id, space, type, name, attributes, metadata, version, created_at)
+            VALUES (ref.element_id, sp, img ->> 'type', img ->> 'name', img -> 'attributes', img -> 'metadata',
+                    last.version + 1, (img ->> 'created_at')::timestamptz)
+            RETURNING kip.concepts.version INTO new_version;
+        ELSIF exists_now THEN
+            UPDATE kip.propositions p
+            SET subject_concept = (img ->> 'subject_concept')::bigint, subject_link = (img ->> 'subject_link')::bigint,
+                predicate = img ->> 'predicate',
+                object_concept = (img ->> 'object_concept')::bigint, object_link = (img ->> 'object_link')::bigint,
+                attributes = img -> 'attributes', metadata = img -> 'metadata'
+            WHERE p.id = ref.element_id
+            RETURNING p.version INTO new_version;
+        ELSE
+            INSERT INTO kip.propositions (id, space, subject_concept, subject_link, predicate, object_concept, object_link,
+                                          attributes, metadata, version, created_at)
+            VALUES (ref.element_id, sp, (img ->> 'subject_concept')::bigint, (img ->> 'subject_link')::bigint,
+                    img ->> 'predicate', (img ->> 'object_concept')::bigint, (img ->> 'object_link')::bigint,
+                    img -> 'attributes', img -> 'metadata', last.version + 1, (img ->> 'created_at')::timestamptz)
+            RETURNING kip.propositions.version INTO new_version;
+        END IF;
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s: another element now has its identity', id, version),
+            'Delete or rename the element that took its place, then revert again.');
+    END;
+
+    -- A deleted element comes back with the links deleted with it (same
+    -- transaction), round by round through links about links, as far as
+    -- their other endpoints exist.
+    IF NOT exists_now AND last.operation = 'delete' THEN
+        frontier := ARRAY[ref.element_id];
+        FOR round IN 1..64 LOOP
+            WITH candidates AS (
+                SELECT DISTINCT ON (h.element_id) h.element_id, h.before AS img, h.version
+                FROM kip.history h
+                WHERE h.kind = 'proposition' AND h.operation = 'delete' AND h.space = sp AND h.xact_id = last.xact_id
+                  AND h.element_id <> ref.element_id
+                ORDER BY h.element_id, h.id DESC
+            ), eligible AS (
+                SELECT c.* FROM candidates c
+                WHERE NOT EXISTS (SELECT 1 FROM kip.propositions p WHERE p.id = c.element_id)
+                  AND (coalesce((c.img ->> 'subject_concept')::bigint, (c.img ->> 'subject_link')::bigint) = ANY (frontier)
+                       OR coalesce((c.img ->> 'object_concept')::bigint, (c.img ->> 'object_link')::bigint) = ANY (frontier))
+                  AND ((c.img ->> 'subject_concept') IS NULL OR EXISTS (SELECT 1 FROM kip.concepts x WHERE x.space = sp AND x.id = (c.img ->> 'subject_concept')::bigint))
+                  AND ((c.img ->> 'object_concept') IS NULL OR EXISTS (SELECT 1 FROM kip.concepts x WHERE x.space = sp AND x.id = (c.img ->> 'object_concept')::bigint))
+                  AND ((c.img ->> 'subject_link') IS NULL OR EXISTS (SELECT 1 FROM kip.propositions x WHERE x.space = sp AND x.id = (c.img ->> 'subject_link')::bigint))
+                  AND ((c.img ->> 'object_link') IS NULL OR EXISTS (SELECT 1 FROM kip.propositions x WHERE x.space = sp AND x.id = (c.img ->> 'object_link')::bigint))
+            ), ins AS (
+                INSERT INTO kip.propositions (id, space, subject_concept, subject_link, predicate, object_concept, object_link,
+                                              attributes, metadata, version, created_at)
+                SELECT e.element_id, sp, (e.img ->> 'subject_concept')::bigint, (e.img ->> 'subject_link')::bigint,
+                       e.img ->> 'predicate', (e.img ->> 'object_concept')::bigint, (e.img ->> 'object_link')::bigint,
+                       e.img -> 'attributes', e.img -> 'metadata', e.version + 1, (e.img ->> 'created_at')::timestamptz
+                FROM eligible e
+                ON CONFLICT DO NOTHING
+                RETURNING kip.propositions.id
+            )
+            SELECT coalesce(array_agg(ins.id ORDER BY ins.id), '{}') INTO round_ids FROM ins;
+            EXIT WHEN cardinality(round_ids) = 0;
+            restored := restored || round_ids;
+            frontier := round_ids;
+        END LOOP;
+    END IF;
+
+    RETURN jsonb_build_object(
+        'id', id, 'space', sp, 'reverted_to', version, 'version', new_version,
+        'restored_links', (SELECT coalesce(jsonb_agg('P:' || p.id || ':' || p.predicate ORDER BY p.id), '[]')
+                           FROM kip.propositions p WHERE p.id = ANY (restored)));
+END;
+$$;
+
+-- The change feed: every change after `since` (optionally in one space) the
+-- caller may read, oldest first. `change_id` orders the feed exactly.
+CREATE FUNCTION kip_changes(since timestamptz, space text DEFAULT NULL)
+RETURNS TABLE (change_id bigint, changed_at timestamptz, space text, id text, kind text, operation text,
+               version integer, before jsonb, after jsonb, role name, command_hash text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT h.id, h.changed_at, h.space,
+           CASE h.kind WHEN 'concept' THEN 'C:' || h.element_id
+                ELSE 'P:' || h.element_id || ':' || coalesce(h.after ->> 'predicate', h.before ->> 'predicate') END,
+           h.kind, h.operation, h.version, h.before, h.after, h.role, h.command_hash
+    FROM kip.history h
+    WHERE h.changed_at > $1 AND ($2 IS NULL OR h.space = $2)
+    ORDER BY h.id
+$$;
+
+-- Privileges. Only the extension's owner (and superusers) writes the
+-- history and the instance secrets; the rest follows the group roles, and
+-- row-level security narrows every table to the spaces a role may use.
+GRANT USAGE ON SCHEMA kip TO kip_reader;
+GRANT SELECT ON kip.spaces, kip.concepts, kip.propositions, kip.concept_nodes, kip.facts,
+                kip.embedding_backlog, kip.history, kip.space_grants, kip.maintenance_log TO kip_reader;
+GRANT INSERT, UPDATE, DELETE ON kip.concepts, kip.propositions TO kip_writer;
+GRANT INSERT, UPDATE, DELETE ON kip.spaces TO kip_writer;
+GRANT INSERT, UPDATE, DELETE ON kip.space_grants TO kip_writer;
+GRANT INSERT ON kip.maintenance_log TO kip_writer;
+GRANT USAGE ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq TO kip_writer;
+
+-- pg_dump carries grants and history like the memory itself.
+SELECT pg_catalog.pg_extension_config_dump('kip.space_grants', '');
+SELECT pg_catalog.pg_extension_config_dump('kip.history', '');
+SELECT pg_catalog.pg_extension_config_dump('kip.history_id_seq', '');

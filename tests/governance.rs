@@ -1,0 +1,513 @@
+//! Governance: roles and grants enforced by Postgres (for kip_execute and
+//! for plain SQL under row-level security), the history of every change
+//! (KIP, SQL, cascades), revert, the change feed, retention, and
+//! pg_dump/pg_restore of grants and history. Most tests run as
+//! non-superuser login roles created for the test.
+
+use kip_integration_tests::{admin_dsn, dsn_for, ensure_database, err_code, ok, port, unique_space};
+use postgres::{Client, NoTls};
+use serde_json::{json, Value};
+
+const DB: &str = "kip_test";
+
+fn superuser() -> Client {
+    ensure_database(DB);
+    Client::connect(&dsn_for(DB), NoTls).expect("connect as postgres")
+}
+
+/// A new login role, member of `group` (kip_reader / kip_writer / kip_admin).
+fn login_role(admin: &mut Client, prefix: &str, group: &str) -> String {
+    let name = unique_space(prefix).to_lowercase().replace(['.', '-'], "_");
+    // Names come from the test itself; quoted anyway.
+    admin.batch_execute(&format!("CREATE ROLE \"{name}\" LOGIN IN ROLE {group}")).expect("create role");
+    name
+}
+
+fn connect_as(role: &str, db: &str) -> Client {
+    Client::connect(&format!("host=localhost port={} user={role} dbname={db}", port()), NoTls).expect("connect as role")
+}
+
+fn drop_role(admin: &mut Client, role: &str) {
+    admin.execute("DELETE FROM kip.space_grants WHERE role = $1", &[&role]).unwrap();
+    admin.batch_execute(&format!("DROP ROLE IF EXISTS \"{role}\"")).unwrap();
+}
+
+fn grant(c: &mut Client, space: &str, role: &str, privilege: &str) -> bool {
+    c.query_one("SELECT kip_grant($1, $2::name, $3)", &[&space, &role, &privilege]).unwrap().get(0)
+}
+
+fn kip_in(c: &mut Client, space: &str, command: &str) -> Value {
+    c.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    c.query_one("SELECT kip_execute($1::text, '{}'::jsonb)", &[&command]).unwrap().get(0)
+}
+
+fn kip_ro_in(c: &mut Client, space: &str, command: &str) -> Value {
+    c.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    c.query_one("SELECT kip_execute_readonly($1::text, '{}'::jsonb)", &[&command]).unwrap().get(0)
+}
+
+fn count(c: &mut Client, sql: &str, space: &str) -> i64 {
+    c.query_one(sql, &[&space]).unwrap().get(0)
+}
+
+/// The error text of a failed statement.
+fn sql_error<T: std::fmt::Debug>(r: Result<T, postgres::Error>) -> String {
+    let e = r.expect_err("expected an error");
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// Two predicates the tests link with, registered in the same UPSERT.
+const PREDICATES: &str = r#"
+    CONCEPT ?knows { {type: "$PropositionType", name: "knows"}
+        SET ATTRIBUTES { description: "The subject knows the object.", subject_types: ["*"], object_types: ["*"] } }
+    CONCEPT ?about { {type: "$PropositionType", name: "about"}
+        SET ATTRIBUTES { description: "The subject is about the object.", subject_types: ["*"], object_types: ["*"] } }
+"#;
+
+/// An UPSERT of `blocks` after the test predicates.
+fn upsert(blocks: &str) -> String {
+    format!("UPSERT {{ {PREDICATES} {blocks} }}")
+}
+
+/// A space with two people and a link, written by the superuser.
+fn seeded_space(admin: &mut Client, prefix: &str) -> String {
+    let space = unique_space(prefix);
+    ok(kip_in(
+        admin,
+        &space,
+        &upsert(
+            r#"CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human", description: "secret zebra keeper" } }
+            CONCEPT ?b { {type: "Person", name: "Bo"} SET ATTRIBUTES { person_class: "Human" } SET PROPOSITIONS { ("knows", ?a) } }"#,
+        ),
+    ));
+    space
+}
+
+fn concept_id(c: &mut Client, space: &str, name: &str) -> i64 {
+    c.query_one("SELECT id FROM kip.concepts WHERE space = $1 AND name = $2", &[&space, &name]).unwrap().get(0)
+}
+
+#[test]
+fn a_reader_reads_and_cannot_write() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_read");
+    let other = seeded_space(&mut admin, "gov_read_other");
+    let reader = login_role(&mut admin, "reader", "kip_reader");
+    assert!(grant(&mut admin, &space, &reader, "read"));
+    assert!(!grant(&mut admin, &space, &reader, "read"), "a second identical grant changes nothing");
+    let mut r = connect_as(&reader, DB);
+
+    let names = ok(kip_in(&mut r, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Ana"} }"#));
+    assert_eq!(names, json!(["Ana"]));
+    assert!(ok(kip_ro_in(&mut r, &space, "DESCRIBE PRIMER")).is_object());
+    for write in [
+        r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Mallory"} } }"#,
+        r#"UPDATE ?p SET ATTRIBUTES { person_class: "AI" } WHERE { ?p {type: "Person", name: "Ana"} }"#,
+        r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Ana"} }"#,
+    ] {
+        let out = kip_in(&mut r, &space, write);
+        assert_eq!(err_code(&out), "KIP_3004", "{write}: {out}");
+        assert!(out["error"]["message"].as_str().unwrap().contains("may not write"), "{out}");
+    }
+    // Another space: refused before anything runs, whether it exists or not.
+    let refused = kip_in(&mut r, &other, "DESCRIBE PRIMER");
+    let missing = kip_in(&mut r, "gov_no_such_space", "DESCRIBE PRIMER");
+    assert_eq!(err_code(&refused), "KIP_3004");
+    assert_eq!(err_code(&missing), "KIP_3004");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("may not read"));
+
+    // Plain SQL under row-level security.
+    let ana = concept_id(&mut admin, &space, "Ana");
+    assert_eq!(count(&mut r, "SELECT count(*) FROM kip.concepts WHERE space = $1", &other), 0);
+    assert!(count(&mut r, "SELECT count(*) FROM kip.concepts WHERE space = $1", &space) > 0);
+    assert_eq!(count(&mut r, "SELECT count(*) FROM kip.facts WHERE space = $1", &other), 0);
+    assert_eq!(count(&mut r, "SELECT count(*) FROM kip.concept_nodes WHERE space = $1", &other), 0);
+    let e = sql_error(r.execute("UPDATE kip.concepts SET name = 'x' WHERE id = $1", &[&ana]));
+    assert!(e.contains("permission denied"), "{e}");
+    let e = sql_error(r.execute("INSERT INTO kip.concepts (space, type, name) VALUES ($1, 'Person', 'x')", &[&space]));
+    assert!(e.contains("permission denied"), "{e}");
+    let e = sql_error(r.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
+    // Grants, like Postgres ACLs, are visible; changing them is for admins.
+    let e = sql_error(r.query_one("SELECT kip_grant($1, $2::name, 'write')", &[&space, &reader]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
+    drop(r);
+    drop_role(&mut admin, &reader);
+}
+
+#[test]
+fn a_writer_is_confined_to_its_space() {
+    let mut admin = superuser();
+    let foreign = seeded_space(&mut admin, "gov_foreign");
+    let own = unique_space("gov_own");
+    let writer = login_role(&mut admin, "writer", "kip_writer");
+    assert!(grant(&mut admin, &own, &writer, "write"));
+    let mut w = connect_as(&writer, DB);
+
+    // A grant on a space that does not exist yet lets the writer create it.
+    let up = ok(kip_in(&mut w, &own, r#"UPSERT { CONCEPT ?z { {type: "Person", name: "Zed"} SET ATTRIBUTES { person_class: "Human", description: "zebra" } } }"#));
+    assert_eq!(up["upsert_concept_nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(ok(kip_in(&mut w, &own, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Zed"} }"#)), json!(["Zed"]));
+
+    for command in [
+        r#"FIND(?p.name) WHERE { ?p {type: "Person"} }"#,
+        r#"SEARCH CONCEPT "zebra""#,
+        "DESCRIBE PRIMER",
+        r#"EXPORT ?p WHERE { ?p {type: "Person"} }"#,
+        r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Mallory"} } }"#,
+        r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Ana"} }"#,
+    ] {
+        let out = kip_in(&mut w, &foreign, command);
+        assert_eq!(err_code(&out), "KIP_3004", "{command}: {out}");
+    }
+    // No other space can be created without a grant.
+    let out = kip_in(&mut w, &unique_space("gov_unGranted"), r#"UPSERT { CONCEPT ?x { {type: "Person", name: "X"} } }"#);
+    assert_eq!(err_code(&out), "KIP_3004", "{out}");
+    let e = sql_error(w.query_one("SELECT kip_create_space($1)", &[&unique_space("gov_new")]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
+    let e = sql_error(w.query_one("SELECT kip_maintenance('*')", &[]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
+    let e = sql_error(w.query_one("SELECT kip_maintenance($1)", &[&foreign]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
+    assert!(w.query_one("SELECT kip_maintenance($1)", &[&own]).is_ok());
+    let e = sql_error(w.query_one("SELECT kip_drop_space($1)", &[&own]));
+    assert!(e.starts_with("KIP_3004"), "only admins of a space drop it: {e}");
+
+    // The same through plain SQL on the tables.
+    let ana = concept_id(&mut admin, &foreign, "Ana");
+    assert_eq!(count(&mut w, "SELECT count(*) FROM kip.concepts WHERE space = $1", &foreign), 0);
+    assert_eq!(count(&mut w, "SELECT count(*) FROM kip.propositions WHERE space = $1", &foreign), 0);
+    assert_eq!(count(&mut w, "SELECT count(*) FROM kip.spaces WHERE name = $1", &foreign), 0);
+    assert_eq!(count(&mut w, "SELECT count(*) FROM kip.history WHERE space = $1", &foreign), 0);
+    assert_eq!(count(&mut w, "SELECT count(*) FROM kip.embedding_backlog WHERE space = $1", &foreign), 0);
+    assert_eq!(w.execute("UPDATE kip.concepts SET name = 'pwned' WHERE id = $1", &[&ana]).unwrap(), 0);
+    assert_eq!(w.execute("DELETE FROM kip.concepts WHERE space = $1", &[&foreign]).unwrap(), 0);
+    let e = sql_error(w.execute("INSERT INTO kip.concepts (space, type, name) VALUES ($1, 'Person', 'x')", &[&foreign]));
+    assert!(e.contains("row-level security"), "{e}");
+    let e = sql_error(w.execute("UPDATE kip.concepts SET space = $1 WHERE space = $2 AND name = 'Zed'", &[&foreign, &own]));
+    assert!(e.contains("row-level security") || e.contains("foreign key"), "{e}");
+    assert!(w.execute("UPDATE kip.concepts SET attributes = attributes || '{\"sql\": true}' WHERE space = $1 AND name = 'Zed'", &[&own]).unwrap() == 1);
+    assert_eq!(count(&mut admin, "SELECT count(*) FROM kip.concepts WHERE space = $1 AND name = 'Ana'", &foreign), 1);
+
+    // History of an element in a space the writer cannot read: the answer
+    // of an id that never existed.
+    let hidden = sql_error(w.query_one("SELECT kip_history($1)", &[&format!("C:{ana}")]));
+    let never = sql_error(w.query_one("SELECT kip_history('C:999999999999')", &[]));
+    assert_eq!(hidden.replace(&ana.to_string(), "N"), never.replace("999999999999", "N"));
+    let feed: i64 = w.query_one("SELECT count(*) FROM kip_changes(now() - interval '1 hour') WHERE space <> $1", &[&own]).unwrap().get(0);
+    assert_eq!(feed, 0, "the change feed shows only readable spaces");
+
+    // No leak through scores or counts: a foreign space full of the same
+    // word changes nothing the writer sees.
+    let search_before = ok(kip_in(&mut w, &own, r#"SEARCH CONCEPT "zebra" MODE "keyword""#));
+    let describe_before = ok(kip_in(&mut w, &own, "DESCRIBE PRIMER"));
+    assert!(!search_before.as_array().unwrap().is_empty());
+    let foreign2 = unique_space("gov_foreign_zebras");
+    let mut capsule = String::from("UPSERT {\n");
+    for i in 0..60 {
+        capsule.push_str(&format!(
+            "CONCEPT ?z{i} {{ {{type: \"Person\", name: \"Zebra {i}\"}} SET ATTRIBUTES {{ person_class: \"Human\", description: \"zebra zebra\" }} }}\n"
+        ));
+    }
+    capsule.push('}');
+    ok(kip_in(&mut admin, &foreign2, &capsule));
+    admin.batch_execute("ANALYZE kip.concepts").unwrap();
+    assert_eq!(ok(kip_in(&mut w, &own, r#"SEARCH CONCEPT "zebra" MODE "keyword""#)), search_before);
+    assert_eq!(ok(kip_in(&mut w, &own, "DESCRIBE PRIMER")), describe_before);
+    drop(w);
+    drop_role(&mut admin, &writer);
+}
+
+#[test]
+fn grants_follow_role_membership_and_can_be_revoked() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_group");
+    let team = login_role(&mut admin, "team", "kip_writer");
+    let agent = login_role(&mut admin, "agent", "kip_writer");
+    admin.batch_execute(&format!("GRANT \"{team}\" TO \"{agent}\"")).unwrap();
+    assert!(grant(&mut admin, &space, &team, "write"));
+    let mut a = connect_as(&agent, DB);
+    ok(kip_in(&mut a, &space, r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Cy"} SET ATTRIBUTES { person_class: "Human" } } }"#));
+    // Revoking write leaves read.
+    let revoked: bool = admin.query_one("SELECT kip_revoke($1, $2::name, 'write')", &[&space, &team]).unwrap().get(0);
+    assert!(revoked);
+    assert_eq!(err_code(&kip_in(&mut a, &space, r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Dee"} } }"#)), "KIP_3004");
+    ok(kip_in(&mut a, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Cy"} }"#));
+    // A space admin grants others; revoking read removes access.
+    assert!(grant(&mut admin, &space, &agent, "admin"));
+    let reader = login_role(&mut admin, "reader2", "kip_reader");
+    assert!(grant(&mut a, &space, &reader, "read"));
+    let revoked: bool = a.query_one("SELECT kip_revoke($1, $2::name, 'read')", &[&space, &team]).unwrap().get(0);
+    assert!(revoked);
+    let mut r = connect_as(&reader, DB);
+    ok(kip_in(&mut r, &space, "DESCRIBE PRIMER"));
+    drop((a, r));
+    for role in [&reader, &agent, &team] {
+        drop_role(&mut admin, role);
+    }
+}
+
+#[test]
+fn bad_grants_are_clear_errors() {
+    let mut admin = superuser();
+    let space = unique_space("gov_bad");
+    let e = sql_error(admin.query_one("SELECT kip_grant($1, 'no_such_role_kip'::name, 'read')", &[&space]));
+    assert!(e.starts_with("KIP_3002: role 'no_such_role_kip' does not exist"), "{e}");
+    let e = sql_error(admin.query_one("SELECT kip_grant($1, 'kip_reader'::name, 'own')", &[&space]));
+    assert!(e.starts_with("KIP_1001: unknown privilege"), "{e}");
+    let e = sql_error(admin.query_one("SELECT kip_grant('bad name!', 'kip_reader'::name, 'read')", &[]));
+    assert!(e.starts_with("KIP_1002"), "{e}");
+    let e = sql_error(admin.query_one("SELECT kip_history('X:1')", &[]));
+    assert!(e.starts_with("KIP_1001: malformed element id"), "{e}");
+    let e = sql_error(admin.query_one("SELECT kip_history('C:1', 0)", &[]));
+    assert!(e.starts_with("KIP_1001"), "{e}");
+}
+
+fn history_rows(c: &mut Client, id: i64) -> Vec<(String, i32, Option<String>, String)> {
+    c.query("SELECT operation, version, command_hash, role::text FROM kip.history WHERE element_id = $1 ORDER BY id", &[&id])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect()
+}
+
+#[test]
+fn history_records_kip_sql_and_cascade_changes() {
+    let mut c = superuser();
+    let space = unique_space("gov_hist");
+    let command = upsert(
+        r#"CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human" } }
+        CONCEPT ?b { {type: "Person", name: "Bo"} SET ATTRIBUTES { person_class: "Human" } SET PROPOSITIONS { ("knows", ?a) } }"#,
+    );
+    ok(kip_in(&mut c, &space, &command));
+    let hash: String = c.query_one("SELECT encode(sha256(convert_to($1, 'UTF8')), 'hex')", &[&command.as_str()]).unwrap().get(0);
+    let (ana, bo) = (concept_id(&mut c, &space, "Ana"), concept_id(&mut c, &space, "Bo"));
+    let link: i64 = c.query_one("SELECT id FROM kip.propositions WHERE space = $1 AND predicate = 'knows'", &[&space]).unwrap().get(0);
+    assert_eq!(history_rows(&mut c, ana), vec![("insert".into(), 1, Some(hash.clone()), "postgres".into())]);
+    assert_eq!(history_rows(&mut c, link), vec![("insert".into(), 1, Some(hash.clone()), "postgres".into())]);
+
+    // Plain SQL: no command hash; the application name is kept.
+    c.batch_execute("SET application_name = 'bi-tool'").unwrap();
+    c.execute("UPDATE kip.concepts SET attributes = attributes || '{\"age\": 3}' WHERE id = $1", &[&ana]).unwrap();
+    let (op, version, cmd, app): (String, i32, Option<String>, Option<String>) = {
+        let r = c.query_one("SELECT operation, version, command_hash, application_name FROM kip.history WHERE element_id = $1 ORDER BY id DESC LIMIT 1", &[&ana]).unwrap();
+        (r.get(0), r.get(1), r.get(2), r.get(3))
+    };
+    assert_eq!((op.as_str(), version, cmd, app.as_deref()), ("update", 2, None, Some("bi-tool")));
+    // A write that changes nothing, and a stored vector, are no change.
+    c.execute("UPDATE kip.concepts SET attributes = attributes WHERE id = $1", &[&ana]).unwrap();
+    c.execute("UPDATE kip.concepts SET embedding = array_fill(0.1, ARRAY[384])::real[]::vector WHERE id = $1", &[&ana]).ok();
+    assert_eq!(history_rows(&mut c, ana).len(), 2);
+    // The before and after images carry the content, not the vector.
+    let images: Value = c
+        .query_one("SELECT jsonb_build_array(before, after) FROM kip.history WHERE element_id = $1 AND operation = 'update'", &[&ana])
+        .unwrap()
+        .get(0);
+    assert_eq!(images[0]["attributes"], json!({"person_class": "Human"}));
+    assert_eq!(images[1]["attributes"], json!({"person_class": "Human", "age": 3}));
+    assert!(images[1].get("embedding").is_none() && images[1].get("search_text").is_none());
+
+    // KIP DELETE: the concept and, by cascade, its link, in one transaction.
+    ok(kip_in(&mut c, &space, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Ana"} }"#));
+    let ana_rows = history_rows(&mut c, ana);
+    let link_rows = history_rows(&mut c, link);
+    assert_eq!(ana_rows.last().unwrap().0, "delete");
+    assert_eq!(link_rows.last().unwrap().0, "delete");
+    let same_xact: bool = c
+        .query_one("SELECT count(DISTINCT xact_id) = 1 FROM kip.history WHERE element_id IN ($1, $2) AND operation = 'delete'", &[&ana, &link])
+        .unwrap()
+        .get(0);
+    assert!(same_xact);
+    // Plain SQL delete of a space's concepts: one statement, every row recorded.
+    let bulk = unique_space("gov_bulk");
+    c.execute("INSERT INTO kip.spaces (name) VALUES ($1)", &[&bulk]).unwrap();
+    c.execute("INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Note', 'n' || g FROM generate_series(1, 2000) g", &[&bulk]).unwrap();
+    c.execute("DELETE FROM kip.concepts WHERE space = $1", &[&bulk]).unwrap();
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.history WHERE space = $1 AND operation = 'delete'", &bulk), 2000);
+    // kip_history: newest first, bounded.
+    let h: Value = c.query_one("SELECT kip_history($1, 2)", &[&format!("C:{ana}")]).unwrap().get(0);
+    let ops: Vec<&str> = h["versions"].as_array().unwrap().iter().map(|v| v["operation"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["delete", "update"]);
+    assert_eq!(h["space"], json!(space));
+    let _ = bo;
+    // kip.history = off records nothing (a superuser setting).
+    c.batch_execute("SET kip.history = off").unwrap();
+    c.execute("UPDATE kip.concepts SET attributes = '{\"quiet\": true}' WHERE id = $1", &[&bo]).unwrap();
+    c.batch_execute("RESET kip.history").unwrap();
+    assert_eq!(history_rows(&mut c, bo).len(), 1);
+    let mut admin = superuser();
+    let writer = login_role(&mut admin, "hist_writer", "kip_writer");
+    assert!(grant(&mut admin, &space, &writer, "write"));
+    let mut w = connect_as(&writer, DB);
+    let e = sql_error(w.batch_execute("SET kip.history = off"));
+    assert!(e.contains("permission denied"), "{e}");
+    ok(kip_in(&mut w, &space, r#"UPSERT { CONCEPT ?b { {type: "Person", name: "Bo"} SET ATTRIBUTES { person_class: "AI" } } }"#));
+    assert_eq!(history_rows(&mut c, bo).last().unwrap().3, writer, "the writer's role is recorded");
+    drop(w);
+    drop_role(&mut admin, &writer);
+}
+
+#[test]
+fn revert_round_trip() {
+    let mut c = superuser();
+    let space = unique_space("gov_revert");
+    ok(kip_in(
+        &mut c,
+        &space,
+        &upsert(
+            r#"CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human", mood: "calm" } }
+            CONCEPT ?b { {type: "Person", name: "Bo"} SET ATTRIBUTES { person_class: "Human" } SET PROPOSITIONS { ("knows", ?a) } }"#,
+        ),
+    ));
+    let (ana, bo) = (concept_id(&mut c, &space, "Ana"), concept_id(&mut c, &space, "Bo"));
+    let link: i64 = c.query_one("SELECT id FROM kip.propositions WHERE space = $1 AND predicate = 'knows'", &[&space]).unwrap().get(0);
+    // A link about the link (higher order).
+    ok(kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?b { {type: "Person", name: "Bo"}
+        SET PROPOSITIONS { ("about", ({type: "Person", name: "Bo"}, "knows", {type: "Person", name: "Ana"})) } } }"#));
+    let meta: i64 = c.query_one("SELECT id FROM kip.propositions WHERE space = $1 AND predicate = 'about'", &[&space]).unwrap().get(0);
+    ok(kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { mood: "angry" } } }"#));
+    let attrs = |c: &mut Client| -> (Value, i32) {
+        let r = c.query_one("SELECT attributes, version FROM kip.concepts WHERE id = $1", &[&ana]).unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(attrs(&mut c), (json!({"person_class": "Human", "mood": "angry"}), 2));
+
+    // Back to version 1, as version 3.
+    let r: Value = c.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]).unwrap().get(0);
+    assert_eq!((r["reverted_to"].clone(), r["version"].clone()), (json!(1), json!(3)));
+    assert_eq!(attrs(&mut c), (json!({"person_class": "Human", "mood": "calm"}), 3));
+    assert_eq!(history_rows(&mut c, ana).last().unwrap().0, "update", "the revert is in the history");
+
+    // Deleted, then re-created with its id and its links.
+    ok(kip_in(&mut c, &space, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Ana"} }"#));
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.propositions WHERE space = $1 AND predicate IN ('knows', 'about')", &space), 0);
+    let r: Value = c.query_one("SELECT kip_revert($1, 3)", &[&format!("C:{ana}")]).unwrap().get(0);
+    assert_eq!(r["version"], json!(4));
+    assert_eq!(r["restored_links"], json!([format!("P:{link}:knows"), format!("P:{meta}:about")]));
+    assert_eq!(attrs(&mut c), (json!({"person_class": "Human", "mood": "calm"}), 4));
+    let found = ok(kip_in(&mut c, &space, r#"FIND(?a.name) WHERE { ?b {type: "Person", name: "Bo"} (?b, "knows", ?a) }"#));
+    assert_eq!(found, json!(["Ana"]));
+
+    // A version that never existed, an id with no history.
+    let e = sql_error(c.query_one("SELECT kip_revert($1, 9)", &[&format!("C:{ana}")]));
+    assert!(e.starts_with(&format!("KIP_3002: C:{ana} has no version 9")), "{e}");
+    let e = sql_error(c.query_one("SELECT kip_revert('C:999999999999', 1)", &[]));
+    assert!(e.starts_with("KIP_3002: no history for C:999999999999"), "{e}");
+    // A link whose endpoint is gone cannot come back.
+    ok(kip_in(&mut c, &space, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Bo"} }"#));
+    let e = sql_error(c.query_one("SELECT kip_revert($1, 1)", &[&format!("P:{link}:knows")]));
+    assert!(e.starts_with(&format!("KIP_3002: cannot revert P:{link}:knows to version 1: its endpoint C:{bo} no longer exists")), "{e}");
+    // The change feed lists all of it, in order.
+    let feed: Vec<(String, String)> = c
+        .query("SELECT id, operation FROM kip_changes(now() - interval '1 hour', $1) WHERE id = $2", &[&space, &format!("C:{ana}")])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let ops: Vec<&str> = feed.iter().map(|(_, op)| op.as_str()).collect();
+    assert_eq!(ops, ["insert", "update", "update", "delete", "insert"]);
+}
+
+#[test]
+fn retention_prunes_old_history_in_batches() {
+    let mut c = superuser();
+    let space = unique_space("gov_retention");
+    c.execute("INSERT INTO kip.spaces (name) VALUES ($1)", &[&space]).unwrap();
+    c.execute("INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Note', 'n' || g FROM generate_series(1, 5) g", &[&space]).unwrap();
+    c.execute("UPDATE kip.history SET changed_at = now() - interval '400 days' WHERE space = $1 AND element_id IN (SELECT id FROM kip.concepts WHERE space = $1 AND name IN ('n1', 'n2', 'n3'))", &[&space]).unwrap();
+    c.batch_execute("SET kip.history_retention = '365 days'").unwrap();
+    // Bounded: at most `max` rows per call, until nothing old is left (other
+    // tests' rows are recent).
+    let first: i64 = c.query_one("SELECT kip_prune_history(2)", &[]).unwrap().get(0);
+    assert_eq!(first, 2);
+    while c.query_one("SELECT kip_prune_history()", &[]).unwrap().get::<_, i64>(0) > 0 {}
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.history WHERE space = $1", &space), 2);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.history WHERE changed_at < now() - interval '365 days' AND $1 <> ''", &space), 0);
+    c.batch_execute("SET kip.history_retention = ''").unwrap();
+    c.execute("UPDATE kip.history SET changed_at = now() - interval '4000 days' WHERE space = $1", &[&space]).unwrap();
+    let none: i64 = c.query_one("SELECT kip_prune_history()", &[]).unwrap().get(0);
+    assert_eq!(none, 0, "an empty retention keeps everything");
+    c.execute("DELETE FROM kip.history WHERE space = $1", &[&space]).unwrap();
+    let mut admin = superuser();
+    let role = login_role(&mut admin, "pruner", "kip_admin");
+    let mut a = connect_as(&role, DB);
+    let e = sql_error(a.query_one("SELECT kip_prune_history()", &[]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
+    let e = sql_error(a.batch_execute("SET kip.history_retention = '1 second'"));
+    assert!(e.contains("permission denied"), "{e}");
+    drop(a);
+    drop_role(&mut admin, &role);
+}
+
+fn pg_tool(name: &str) -> String {
+    let bindir = std::process::Command::new("/usr/bin/pg_config").arg("--bindir").output().unwrap();
+    format!("{}/{name}", String::from_utf8_lossy(&bindir.stdout).trim())
+}
+
+#[test]
+fn pg_dump_and_restore_carry_grants_and_history() {
+    let (src, dst) = ("kip_gov_dump_src", "kip_gov_dump_dst");
+    let mut server = Client::connect(&admin_dsn(), NoTls).unwrap();
+    for db in [src, dst] {
+        server.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\"")).unwrap();
+    }
+    ensure_database(src);
+    let mut c = Client::connect(&dsn_for(src), NoTls).unwrap();
+    let (mine, theirs) = (seeded_space(&mut c, "gov_dump_mine"), seeded_space(&mut c, "gov_dump_theirs"));
+    let mut admin = superuser();
+    let reader = login_role(&mut admin, "dump_reader", "kip_reader");
+    assert!(grant(&mut c, &mine, &reader, "read"));
+    ok(kip_in(&mut c, &mine, r#"UPSERT { CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { mood: "dumped" } } }"#));
+    let snapshot = |c: &mut Client| -> Vec<String> {
+        let mut rows = Vec::new();
+        for sql in [
+            "SELECT concat_ws('|', space, role, privilege, granted_by, granted_at) FROM kip.space_grants ORDER BY space, role",
+            "SELECT concat_ws('|', id, space, element_id, kind, version, operation, before::text, after::text, changed_at, xact_id, role, application_name, command_hash) FROM kip.history ORDER BY id",
+            "SELECT last_value::text FROM kip.history_id_seq",
+        ] {
+            for r in c.query(sql, &[]).unwrap() {
+                rows.push(r.get::<_, String>(0));
+            }
+        }
+        rows
+    };
+    let before = snapshot(&mut c);
+    assert!(before.len() > 60);
+    drop(c);
+    let dump = std::env::temp_dir().join(format!("kip_gov_dump_{}.dump", std::process::id()));
+    let p = port();
+    let status = std::process::Command::new(pg_tool("pg_dump"))
+        .args(["-h", "localhost", "-p", &p, "-U", "postgres", "-Fc", "-f"])
+        .arg(&dump)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "pg_dump failed");
+    server.batch_execute(&format!("CREATE DATABASE \"{dst}\"")).unwrap();
+    let out = std::process::Command::new(pg_tool("pg_restore"))
+        .args(["-h", "localhost", "-p", &p, "-U", "postgres", "--exit-on-error", "-d", dst])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg_restore failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut restored = Client::connect(&dsn_for(dst), NoTls).unwrap();
+    assert_eq!(snapshot(&mut restored), before, "grants and history as dumped (the restore records no history of its own)");
+    // The restored database enforces the grants and keeps recording.
+    let mut r = connect_as(&reader, dst);
+    ok(kip_in(&mut r, &mine, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Ana"} }"#));
+    assert_eq!(err_code(&kip_in(&mut r, &theirs, "DESCRIBE PRIMER")), "KIP_3004");
+    assert_eq!(count(&mut r, "SELECT count(*) FROM kip.concepts WHERE space = $1", &theirs), 0);
+    drop(r);
+    let ana = concept_id(&mut restored, &mine, "Ana");
+    let h: Value = restored.query_one("SELECT kip_history($1)", &[&format!("C:{ana}")]).unwrap().get(0);
+    assert_eq!(h["versions"][0]["after"]["attributes"]["mood"], json!("dumped"));
+    drop(restored);
+    for db in [src, dst] {
+        server.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\"")).unwrap();
+    }
+    drop_role(&mut admin, &reader);
+    let _ = std::fs::remove_file(dump);
+}
