@@ -117,8 +117,12 @@ CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text)
 -- candidates, so a typo is answered by an index-ordered top-k.
 CREATE INDEX concepts_space_lower_name_idx ON kip.concepts (space, lower(name));
 CREATE INDEX concepts_name_trgm_idx ON kip.concepts USING gist (name gist_trgm_ops);
-CREATE INDEX concepts_embedding_idx ON kip.concepts USING hnsw (embedding vector_cosine_ops);
-CREATE INDEX propositions_embedding_idx ON kip.propositions USING hnsw (embedding vector_cosine_ops);
+-- ef_construction 128 (pgvector's default is 64): on near-duplicate memories
+-- the build's search width decides recall (benches/SEARCH-BENCH.md); m stays 16.
+CREATE INDEX concepts_embedding_idx ON kip.concepts
+    USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128);
+CREATE INDEX propositions_embedding_idx ON kip.propositions
+    USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128);
 
 -- Version and timestamp bookkeeping. Any change to an element's content
 -- (attributes, metadata, identity, endpoints) bumps its version by one and
