@@ -117,6 +117,9 @@ CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text)
 -- candidates, so a typo is answered by an index-ordered top-k.
 CREATE INDEX concepts_space_lower_name_idx ON kip.concepts (space, lower(name));
 CREATE INDEX concepts_name_trgm_idx ON kip.concepts USING gist (name gist_trgm_ops);
+-- Attribute FILTERs: equality and IN on an attribute also compile to
+-- `attributes @> {"key": value}`, which this index serves.
+CREATE INDEX concepts_attributes_idx ON kip.concepts USING gin (attributes jsonb_path_ops);
 -- ef_construction 128 (pgvector's default is 64): on near-duplicate memories
 -- the build's search width decides recall (benches/SEARCH-BENCH.md); m stays 16.
 CREATE INDEX concepts_embedding_idx ON kip.concepts
@@ -128,14 +131,33 @@ CREATE INDEX propositions_embedding_idx ON kip.propositions
 -- (attributes, metadata, identity, endpoints) bumps its version by one and
 -- stamps updated_at, whoever wrote it; an update that changes nothing leaves
 -- both alone. Writers cannot set these columns: the trigger owns them.
-CREATE FUNCTION kip.touch_element() RETURNS trigger
+-- The content columns are compared one by one (not the whole row as jsonb,
+-- which serialised the 384-dimension vector and the tsvector on every update).
+CREATE FUNCTION kip.touch_concept() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     NEW.version := OLD.version;
     NEW.created_at := OLD.created_at;
-    IF (to_jsonb(NEW) - ARRAY['version', 'created_at', 'updated_at', 'embedding', 'search_text', 'subject', 'object'])
-       IS DISTINCT FROM
-       (to_jsonb(OLD) - ARRAY['version', 'created_at', 'updated_at', 'embedding', 'search_text', 'subject', 'object']) THEN
+    IF (NEW.id, NEW.space, NEW.type, NEW.name, NEW.attributes, NEW.metadata)
+       IS DISTINCT FROM (OLD.id, OLD.space, OLD.type, OLD.name, OLD.attributes, OLD.metadata) THEN
+        NEW.version := OLD.version + 1;
+        NEW.updated_at := clock_timestamp();
+    ELSE
+        NEW.updated_at := OLD.updated_at;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE FUNCTION kip.touch_proposition() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.version := OLD.version;
+    NEW.created_at := OLD.created_at;
+    IF (NEW.id, NEW.space, NEW.subject_concept, NEW.subject_link, NEW.predicate, NEW.object_concept,
+        NEW.object_link, NEW.attributes, NEW.metadata)
+       IS DISTINCT FROM (OLD.id, OLD.space, OLD.subject_concept, OLD.subject_link, OLD.predicate,
+        OLD.object_concept, OLD.object_link, OLD.attributes, OLD.metadata) THEN
         NEW.version := OLD.version + 1;
         NEW.updated_at := clock_timestamp();
     ELSE
@@ -148,9 +170,9 @@ $$;
 -- Only updates are touched: inserts take the column defaults (version 1, now),
 -- and a restore from pg_dump keeps the versions and timestamps it carries.
 CREATE TRIGGER concepts_touch BEFORE UPDATE ON kip.concepts
-    FOR EACH ROW EXECUTE FUNCTION kip.touch_element();
+    FOR EACH ROW EXECUTE FUNCTION kip.touch_concept();
 CREATE TRIGGER propositions_touch BEFORE UPDATE ON kip.propositions
-    FOR EACH ROW EXECUTE FUNCTION kip.touch_element();
+    FOR EACH ROW EXECUTE FUNCTION kip.touch_proposition();
 
 -- External ids.
 CREATE FUNCTION kip.concept_ref(id bigint) RETURNS text

@@ -383,6 +383,48 @@ fn explain_shows_sql_and_an_index_plan() {
     assert!(text.starts_with("KIP_1001"), "{text}");
 }
 
+#[test]
+fn attribute_equality_is_served_by_the_attributes_index_without_jit() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Node", name: "a"} SET ATTRIBUTES { color: "red", n: 1 } }
+          CONCEPT ?b { {type: "Node", name: "b"} SET ATTRIBUTES { color: "blue", n: 1.0 } }
+          CONCEPT ?c { {type: "Node", name: "c"} SET ATTRIBUTES { color: ["red"], n: "1" } }
+        }"#,
+    ]);
+    // Same answers as the exact comparison: containment of a scalar is
+    // equality (1 == 1.0), never array membership or another JSON type.
+    let q = |c: &mut Client, f: &str| names(&find(c, &format!(r#"FIND(?n.name) WHERE {{ ?n {{type: "Node"}} FILTER({f}) }}"#)));
+    assert_eq!(q(&mut c, r#"?n.attributes.color == "red""#), set(&["a"]));
+    assert_eq!(q(&mut c, "?n.attributes.n == 1"), set(&["a", "b"]));
+    assert_eq!(q(&mut c, r#"IN(?n.attributes.color, ["blue", "green"])"#), set(&["b"]));
+    assert_eq!(q(&mut c, r#"!(?n.attributes.color == "red")"#), set(&["b", "c"]));
+    // Among 3,000 other values the index finds the one match. With JIT
+    // forced on for every plan in this session, kip's statements still run
+    // without it, and the session keeps its setting.
+    let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    c.execute(
+        "INSERT INTO kip.concepts (space, type, name, attributes) \
+         SELECT $1, 'Node', 'bulk' || g, jsonb_build_object('color', 'c' || g) FROM generate_series(1, 3000) g",
+        &[&space],
+    )
+    .unwrap();
+    c.batch_execute("ANALYZE kip.concepts; SET jit = on; SET jit_above_cost = 0").unwrap();
+    let text: String = c
+        .query_one(
+            "SELECT kip_explain($1, '{}'::jsonb, true)",
+            &[&r#"FIND(?n.name) WHERE { ?n {type: "Node"} FILTER(?n.attributes.color == "red") }"#],
+        )
+        .unwrap()
+        .get(0);
+    assert!(text.contains("concepts_attributes_idx"), "{text}");
+    assert!(!text.contains("JIT:"), "{text}");
+    let jit: String = c.query_one("SHOW jit", &[]).unwrap().get(0);
+    assert_eq!(jit, "on");
+    c.batch_execute("RESET jit; RESET jit_above_cost").unwrap();
+}
+
 /// `:name` placeholders of a Brain prompt query, with plausible values.
 fn sample_params(cmd: &str) -> Value {
     let mut params = serde_json::Map::new();

@@ -14,6 +14,7 @@ use crate::bootstrap::spaces;
 use crate::engine::{self, envelope, request};
 use crate::exec::Mode;
 use crate::exec::subxact;
+use crate::governance::access::{self, Grant};
 use crate::space::{self, Space};
 use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
@@ -22,8 +23,8 @@ use serde_json::{json, Value};
 
 fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonB {
     let value = match request {
-        Ok(req) => match prepare_space(&req, mode) {
-            Ok(space) => engine::run_request(req, mode, &space),
+        Ok(req) => match subxact::run_isolated(|| prepare_space(&req, mode)) {
+            Ok((space, grant)) => engine::run_request(req, mode, &space, &grant),
             Err(e) => envelope::single(Err(e)),
         },
         Err(e) => envelope::single(Err(e)),
@@ -31,19 +32,20 @@ fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) ->
     JsonB(value)
 }
 
-/// Validate the session's space; in read-write mode create and bootstrap it
-/// on first use (in its own subtransaction, so a failure leaves nothing).
-fn prepare_space(req: &request::Request, mode: Mode) -> Result<Space, KipError> {
+/// Look up the caller's grant on the session's space and validate the
+/// space; in read-write mode create and bootstrap it on first use. The
+/// caller runs this in one subtransaction, so a failure leaves nothing.
+fn prepare_space(req: &request::Request, mode: Mode) -> Result<(Space, Grant), KipError> {
     let space = space::current()?;
+    let grant = access::grant(&space)?;
     if req.dry_run {
-        return Ok(space);
+        return Ok((space, grant));
     }
     // A role that may only read the space never creates or upgrades it.
-    let mode = subxact::run_isolated(|| crate::governance::access::space_mode(&space, mode))?;
-    match mode {
-        Mode::ReadWrite => subxact::run_isolated(|| spaces::ensure(&space))?,
+    match grant.space_mode(mode)? {
+        Mode::ReadWrite => spaces::ensure(&space)?,
         Mode::ReadOnly => {
-            if !subxact::run_isolated(|| spaces::exists(&space))? {
+            if !spaces::exists(&space)? {
                 return Err(KipError::new(
                     ErrorCode::NotFound,
                     format!("memory space {:?} does not exist yet", space.name()),
@@ -52,7 +54,7 @@ fn prepare_space(req: &request::Request, mode: Mode) -> Result<Space, KipError> 
             }
         }
     }
-    Ok(space)
+    Ok((space, grant))
 }
 
 use jsonb_arg::JsonbArg;

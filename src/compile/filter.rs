@@ -446,8 +446,61 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
         Expr::Compare { op, left, right } => {
             let a = operand(access, cx, left)?;
             let b = operand(access, cx, right)?;
-            format!("({})", compare(cx, *op, a, b)?)
+            let exact = compare(cx, *op, a, b)?;
+            let candidates = match (op, &**left, &**right) {
+                (CompareOp::Eq, Expr::Path(p), Expr::Value(v)) | (CompareOp::Eq, Expr::Value(v), Expr::Path(p)) => {
+                    attribute_containment(access, cx, p, std::slice::from_ref(&crate::compile::bound::value(v)?))
+                }
+                _ => None,
+            };
+            with_candidates(candidates, exact)
+        }
+        Expr::Call { func: FilterFunc::In, args } if args.len() == 2 => {
+            let exact = call(access, cx, FilterFunc::In, args)?;
+            let candidates = match (&args[0], &args[1]) {
+                (Expr::Path(p), Expr::Value(v)) => match crate::compile::bound::value(v)? {
+                    Json::Array(items) => attribute_containment(access, cx, p, &items),
+                    _ => None,
+                },
+                _ => None,
+            };
+            with_candidates(candidates, exact)
         }
         Expr::Call { func, args } => format!("({})", call(access, cx, *func, args)?),
+    })
+}
+
+/// `(candidates AND exact)`, or `(exact)` alone.
+fn with_candidates(candidates: Option<String>, exact: String) -> String {
+    match candidates {
+        Some(c) => format!("({c} AND {exact})"),
+        None => format!("({exact})"),
+    }
+}
+
+/// For `?c.attributes.k == v` (or `IN(?c.attributes.k, [v, …])`) on a concept
+/// row, with scalar values: `c.attributes @> '{"k": v}'` (or `@> ANY` of one
+/// object per value), which the GIN index `concepts_attributes_idx` serves.
+/// It is a necessary condition of the exact, type-guarded comparison (jsonb
+/// containment of a scalar is equality: numbers by value, strings byte-wise,
+/// booleans), so AND-ing the two changes no result; it only lets an index
+/// find the candidates. `None` when the path is something else.
+fn attribute_containment(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath, values: &[Json]) -> Option<String> {
+    let PathField::Attributes(Some(key)) = &path.field else { return None };
+    if values.is_empty() || !values.iter().all(|v| matches!(v, Json::Number(_) | Json::String(_) | Json::Bool(_))) {
+        return None;
+    }
+    let var = access.var(&path.var)?;
+    if var.kind != VarKind::Concept {
+        return None;
+    }
+    let Some(Row::Concept(alias)) = access.row(cx, &path.var) else { return None };
+    let objects: Vec<Json> = values.iter().map(|v| serde_json::json!({ key.clone(): v.clone() })).collect();
+    Some(match objects.as_slice() {
+        [one] => format!("{alias}.attributes @> {}", cx.params.json(one.clone())),
+        _ => {
+            let p = cx.params.json(Json::Array(objects));
+            format!("{alias}.attributes @> ANY (ARRAY(SELECT jsonb_array_elements({p})))")
+        }
     })
 }

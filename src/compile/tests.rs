@@ -202,6 +202,31 @@ fn filter_on_the_name_column_stays_sargable() {
 }
 
 #[test]
+fn attribute_equality_and_in_add_an_indexable_containment() {
+    let (sql, params) = pattern(r#"?x {type: "Drug"} FILTER(?x.attributes.level == 3)"#, &facts()).unwrap();
+    assert!(sql.contains("(c1.attributes @> $5::jsonb AND coalesce(CASE WHEN jsonb_typeof((c1.attributes -> $3::text)) = 'number'"), "{sql}");
+    assert_eq!(params[4], SqlParam::Json(serde_json::json!({"level": 3})));
+    // Literal on the left, and IN over several values.
+    let (sql, params) = pattern(r#"?x {type: "Drug"} FILTER("a" == ?x.attributes.k || IN(?x.attributes.k, ["b", 2]))"#, &facts()).unwrap();
+    assert!(sql.contains("(c1.attributes @> $5::jsonb AND"), "{sql}");
+    assert!(sql.contains("(c1.attributes @> ANY (ARRAY(SELECT jsonb_array_elements($8::jsonb))) AND"), "{sql}");
+    assert_eq!(params[4], SqlParam::Json(serde_json::json!({"k": "a"})));
+    assert_eq!(params[7], SqlParam::Json(serde_json::json!([{"k": "b"}, {"k": 2}])));
+    // Not for ranges, null, composite values, metadata or propositions.
+    for filter in [
+        "?x.attributes.level > 3",
+        "?x.attributes.level == null",
+        "?x.attributes.tags == [1]",
+        "?x.metadata.source == \"a\"",
+    ] {
+        let (sql, _) = pattern(&format!(r#"?x {{type: "Drug"}} FILTER({filter})"#), &facts()).unwrap();
+        assert!(!sql.contains("@> $"), "{filter}: {sql}");
+    }
+    let (sql, _) = pattern(r#"(?x, "treats", ?y) FILTER(?x.attributes.level == 3)"#, &facts()).unwrap();
+    assert!(!sql.contains("attributes @>"), "{sql}");
+}
+
+#[test]
 fn filter_literals_fold_except_regular_expressions() {
     let (sql, _) = pattern(r#"?x {type: "Drug"} FILTER(CONTAINS("abc", "b"))"#, &facts()).unwrap();
     assert!(sql.contains("(true)"), "{sql}");

@@ -9,6 +9,7 @@
 use envelope::Outcome;
 use request::{CommandRequest, Request};
 use crate::exec::{budget, pg_error, subxact, Access, Ctx, Mode};
+use crate::governance::access::{Grant, Privilege};
 use crate::space::Space;
 use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
@@ -29,15 +30,16 @@ pub mod update;
 pub mod upsert;
 
 /// Run a validated request in `space` (prepared by the caller: created and
-/// bootstrapped for read-write use, known to exist for read-only use).
-pub fn run_request(req: Request, mode: Mode, space: &Space) -> Value {
+/// bootstrapped for read-write use, known to exist for read-only use), with
+/// the caller's `grant` on it.
+pub fn run_request(req: Request, mode: Mode, space: &Space, grant: &Grant) -> Value {
     if !req.batch {
-        let (response, _) = run_command(&req.commands[0], space, mode, req.dry_run);
+        let (response, _) = run_command(&req.commands[0], space, grant, mode, req.dry_run);
         return response;
     }
     let mut items = Vec::with_capacity(req.commands.len());
     for cmd in &req.commands {
-        let (response, stop) = run_command(cmd, space, mode, req.dry_run);
+        let (response, stop) = run_command(cmd, space, grant, mode, req.dry_run);
         items.push(response);
         if stop {
             break;
@@ -51,7 +53,7 @@ pub fn run_request(req: Request, mode: Mode, space: &Space) -> Value {
 const CONFLICT_ATTEMPTS: u32 = 3;
 
 /// Run one command text; returns its envelope and whether a batch must stop.
-fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -> (Value, bool) {
+fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Value, bool) {
     let script = match prepare(cmd, mode) {
         Ok(s) => s,
         // The command never executed: reported inline, the batch goes on.
@@ -62,8 +64,7 @@ fn run_command(cmd: &CommandRequest, space: &Space, mode: Mode, dry_run: bool) -
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
     if is_kml {
-        let write = crate::governance::access::Privilege::Write;
-        if let Err(e) = subxact::run_isolated(|| crate::governance::access::require(space, write)) {
+        if let Err(e) = grant.require(Privilege::Write) {
             return (envelope::single(Err(e)), true);
         }
         crate::governance::history::tag_command(Some(&cmd.command));

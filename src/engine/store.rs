@@ -4,8 +4,9 @@
 //! Every statement text is a constant (one cached plan each); every value is
 //! a bind parameter. Shallow merge is jsonb `||`: keys present in the command
 //! overwrite (a JSON `null` is stored as given), other keys stay. Versions and
-//! `updated_at` are left to the `touch_element` trigger, which bumps them only
-//! when content really changes, so an idempotent re-UPSERT keeps `_version`.
+//! `updated_at` are left to the version triggers (`kip.touch_concept`,
+//! `kip.touch_proposition`), which bump them only when content really
+//! changes, so an idempotent re-UPSERT keeps `_version`.
 //!
 //! Lookups run as read-write SPI calls although they only select: a
 //! read-only SPI call keeps the caller's snapshot and would not see the rows

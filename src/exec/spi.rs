@@ -123,7 +123,10 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Pla
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
         pg_sys::UpdateActiveSnapshotCommandId();
     }
-    let status = pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0);
+    let status = {
+        let _no_jit = JitOff::new();
+        pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
+    };
     if read_only {
         pg_sys::PopActiveSnapshot();
     }
@@ -134,6 +137,33 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Pla
         ));
     }
     Ok(())
+}
+
+/// JIT compilation switched off while kip's statements are planned and run,
+/// and restored afterwards (also when an error unwinds through here). kip's
+/// statements are short, index-driven lookups, but the estimated cost of a
+/// generic plan with several bounded sources can pass `jit_above_cost`:
+/// keyword SEARCH then spent 130 ms of its 190 ms compiling expressions
+/// (benches/SEARCH-BENCH.md). The session's own `jit` setting is untouched
+/// for the caller's other queries.
+struct JitOff(bool);
+
+impl JitOff {
+    fn new() -> JitOff {
+        // SAFETY: a plain global of the backend, read and written on its only thread.
+        unsafe {
+            let was = pg_sys::jit_enabled;
+            pg_sys::jit_enabled = false;
+            JitOff(was)
+        }
+    }
+}
+
+impl Drop for JitOff {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`.
+        unsafe { pg_sys::jit_enabled = self.0 }
+    }
 }
 
 /// The saved plan for this SQL text and parameter types, prepared on first use.

@@ -34,20 +34,69 @@ impl Privilege {
     }
 }
 
+thread_local! {
+    /// Whether this backend has seen the governance objects: once they exist
+    /// they stay (an extension is never downgraded), so the catalog lookup
+    /// runs until it first answers yes and never again.
+    static GOVERNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Whether the governance objects exist (schema 0.3.0 or later).
 fn governed() -> Result<bool, KipError> {
+    if GOVERNED.with(|g| g.get()) {
+        return Ok(true);
+    }
     let v = spi::query_scalar(
         "SELECT to_regprocedure('kip.space_access(text)') IS NOT NULL",
         &[],
         Access::ReadOnly,
     )?;
-    Ok(v == serde_json::Value::Bool(true))
+    let governed = v == serde_json::Value::Bool(true);
+    GOVERNED.with(|g| g.set(governed));
+    Ok(governed)
 }
 
-/// The current role's privilege on `space` (`None`: no access) and its name.
-pub fn privilege(space: &Space) -> Result<(Option<Privilege>, String), KipError> {
+/// The current role's privilege on one space, looked up once per call and
+/// passed along, so a command checks it without another query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// `None`: no access at all.
+    pub privilege: Option<Privilege>,
+    role: String,
+    space: Space,
+}
+
+impl Grant {
+    /// The grant of a caller that holds every privilege (the background
+    /// worker, or a schema older than governance).
+    pub fn full(space: &Space) -> Grant {
+        Grant { privilege: Some(Privilege::Admin), role: String::new(), space: space.clone() }
+    }
+
+    /// Fail with `KIP_3004` unless this grant includes `needed`.
+    pub fn require(&self, needed: Privilege) -> Result<(), KipError> {
+        match self.privilege {
+            Some(held) if held >= needed => Ok(()),
+            _ => Err(denied(&self.role, needed, &self.space)),
+        }
+    }
+
+    /// The mode in which `kip_execute` prepares the space: a role that may
+    /// only read it never creates, bootstraps or upgrades it (read-only
+    /// preparation); a role without access is refused.
+    pub fn space_mode(&self, mode: Mode) -> Result<Mode, KipError> {
+        match self.privilege {
+            None => Err(denied(&self.role, Privilege::Read, &self.space)),
+            Some(Privilege::Read) => Ok(Mode::ReadOnly),
+            Some(_) => Ok(mode),
+        }
+    }
+}
+
+/// The current role's grant on `space` (one query).
+pub fn grant(space: &Space) -> Result<Grant, KipError> {
     if !governed()? {
-        return Ok((Some(Privilege::Admin), String::new()));
+        return Ok(Grant::full(space));
     }
     let rows = spi::query("SELECT kip.space_access($1), current_user::text", &[space.param()], Access::ReadOnly)?;
     let row = rows.into_iter().next().unwrap_or_default();
@@ -58,7 +107,7 @@ pub fn privilege(space: &Space) -> Result<(Option<Privilege>, String), KipError>
         _ => None,
     };
     let role = row.get(1).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    Ok((privilege, role))
+    Ok(Grant { privilege, role, space: space.clone() })
 }
 
 fn denied(role: &str, needed: Privilege, space: &Space) -> KipError {
@@ -79,21 +128,7 @@ fn denied(role: &str, needed: Privilege, space: &Space) -> KipError {
 
 /// Fail with `KIP_3004` unless the current role holds `needed` on `space`.
 pub fn require(space: &Space, needed: Privilege) -> Result<(), KipError> {
-    match privilege(space)? {
-        (Some(held), _) if held >= needed => Ok(()),
-        (_, role) => Err(denied(&role, needed, space)),
-    }
-}
-
-/// The mode in which `kip_execute` prepares the space: a role that may only
-/// read it never creates, bootstraps or upgrades it (read-only preparation);
-/// a role without access is refused.
-pub fn space_mode(space: &Space, mode: Mode) -> Result<Mode, KipError> {
-    match privilege(space)? {
-        (None, role) => Err(denied(&role, Privilege::Read, space)),
-        (Some(Privilege::Read), _) => Ok(Mode::ReadOnly),
-        (Some(_), _) => Ok(mode),
-    }
+    grant(space)?.require(needed)
 }
 
 /// `kip_maintenance('*')` is for members of kip_admin (and superusers).

@@ -47,17 +47,18 @@ pub fn require_all(space: &Space, needed: &[Requirement]) -> Result<(), KipError
     if needed.is_empty() {
         return Ok(());
     }
-    let mut names: Vec<String> = needed.iter().map(|r| r.name.clone()).collect();
-    names.sort();
-    names.dedup();
+    // One probe of the (space, type, name) unique index per distinct pair:
+    // written as pairs so no plan can turn it into a scan of the space's
+    // names (a `name = ANY(...)` filter was once planned on the trigram index).
+    let mut pairs: Vec<(String, String)> =
+        needed.iter().map(|r| (r.kind.meta_type().to_string(), r.name.clone())).collect();
+    pairs.sort();
+    pairs.dedup();
+    let (types, names): (Vec<String>, Vec<String>) = pairs.into_iter().unzip();
     let rows = spi::query(
-        "SELECT type, name FROM kip.concepts WHERE space = $1 AND type IN ($2, $3) AND name = ANY($4)",
-        &[
-            space.param(),
-            SqlParam::Text(CONCEPT_TYPE.into()),
-            SqlParam::Text(PROPOSITION_TYPE.into()),
-            SqlParam::TextArray(names),
-        ],
+        "SELECT r.type, r.name FROM unnest($2::text[], $3::text[]) AS r(type, name) \
+         WHERE EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = r.type AND c.name = r.name)",
+        &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
         Access::ReadWrite,
     )?;
     let found: HashSet<(String, String)> = rows

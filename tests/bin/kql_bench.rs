@@ -67,6 +67,18 @@ struct Case {
     name: &'static str,
     kip: &'static str,
     sql: &'static str,
+    anchor: Anchor,
+}
+
+/// What `:anchor` (KIP) and `$2` (SQL) are in a case.
+#[derive(Clone, Copy, PartialEq)]
+enum Anchor {
+    /// A Node's name.
+    Name,
+    /// A Node's id: `"C:<id>"` for KIP, the bigint for SQL.
+    Id,
+    /// A `score` value (0..99), a number for both.
+    Score,
 }
 
 const CASES: &[Case] = &[
@@ -77,6 +89,7 @@ const CASES: &[Case] = &[
               JOIN kip.propositions p ON p.space = $1 AND p.subject = s.id AND p.predicate = 'links' \
               JOIN kip.concepts o ON o.id = p.object \
               WHERE s.space = $1 AND s.type = 'Node' AND s.name = $2",
+        anchor: Anchor::Name,
     },
     Case {
         name: "2-hop",
@@ -86,6 +99,7 @@ const CASES: &[Case] = &[
               JOIN kip.propositions p1 ON p1.space = $1 AND p1.subject = s.id AND p1.predicate = 'links' \
               JOIN kip.propositions p2 ON p2.space = $1 AND p2.subject = p1.object AND p2.predicate = 'links' \
               WHERE s.space = $1 AND s.type = 'Node' AND s.name = $2)",
+        anchor: Anchor::Name,
     },
     Case {
         name: "{1,3}",
@@ -96,6 +110,7 @@ const CASES: &[Case] = &[
                   ON p.space = $1 AND p.subject = w.node AND p.predicate = 'links' WHERE w.depth < 3) \
               SELECT coalesce(jsonb_agg(c.name ORDER BY c.id), '[]') FROM kip.concepts c \
               WHERE c.id IN (SELECT node FROM w WHERE depth >= 1)",
+        anchor: Anchor::Name,
     },
     Case {
         name: "OPTIONAL+FILTER+ORDER BY",
@@ -109,6 +124,32 @@ const CASES: &[Case] = &[
                 LEFT JOIN kip.concepts x ON x.id = t.object \
                 WHERE s.space = $1 AND s.type = 'Node' AND s.name = $2 AND (o.attributes ->> 'score')::numeric >= 30 \
                 ORDER BY (o.attributes ->> 'score')::numeric DESC, o.id, x.id LIMIT 20) r",
+        anchor: Anchor::Name,
+    },
+    Case {
+        name: "reverse COUNT",
+        kip: r#"FIND(COUNT(?s)) WHERE { ?o {type: "Node", name: :anchor} (?s, "links", ?o) }"#,
+        sql: "SELECT count(DISTINCT p.subject) FROM kip.concepts o \
+              JOIN kip.propositions p ON p.space = $1 AND p.object = o.id AND p.predicate = 'links' \
+              WHERE o.space = $1 AND o.type = 'Node' AND o.name = $2",
+        anchor: Anchor::Name,
+    },
+    Case {
+        // The fixed cost of a call: the smallest FIND against a primary-key
+        // SELECT returning the same element as JSON.
+        name: "element by id",
+        kip: r#"FIND(?x) WHERE { ?x {id: :anchor} }"#,
+        sql: "SELECT jsonb_build_object('id', 'C:' || c.id, 'type', c.type, 'name', c.name, \
+                'attributes', c.attributes, 'metadata', c.metadata) \
+              FROM kip.concepts c WHERE c.id = $2 AND c.space = $1",
+        anchor: Anchor::Id,
+    },
+    Case {
+        name: "attribute == over one type",
+        kip: r#"FIND(?t.name) WHERE { ?t {type: "Tag"} FILTER(?t.attributes.score == :anchor) } LIMIT 5000"#,
+        sql: "SELECT coalesce(jsonb_agg(c.name ORDER BY c.id), '[]') FROM kip.concepts c \
+              WHERE c.space = $1 AND c.type = 'Tag' AND c.attributes @> jsonb_build_object('score', $2::int)",
+        anchor: Anchor::Score,
     },
 ];
 
@@ -121,6 +162,31 @@ fn anchor(i: usize) -> String {
     // Nodes only (g % 10 != 0).
     let g = 1 + (i * 7_927) % 99_990;
     format!("n{}", if g % 10 == 0 { g + 1 } else { g })
+}
+
+/// A case's `$2`.
+enum SqlAnchor {
+    Text(String),
+    Int(i64),
+    Int4(i32),
+}
+
+/// The anchor of run `i` as a KIP parameter value and as the SQL `$2`.
+fn anchor_values(c: &mut Client, kind: Anchor, name: &str, i: usize) -> (Value, SqlAnchor) {
+    match kind {
+        Anchor::Name => (json!(name), SqlAnchor::Text(name.to_string())),
+        Anchor::Id => {
+            let id: i64 = c
+                .query_one("SELECT id FROM kip.concepts WHERE space = $1 AND type = 'Node' AND name = $2", &[&SPACE, &name])
+                .unwrap()
+                .get(0);
+            (json!(format!("C:{id}")), SqlAnchor::Int(id))
+        }
+        Anchor::Score => {
+            let score = (i * 37 % 100) as i32;
+            (json!(score), SqlAnchor::Int4(score))
+        }
+    }
 }
 
 fn main() {
@@ -138,17 +204,25 @@ fn main() {
         let kip_stmt = c.prepare("SELECT kip_execute($1::text, $2::jsonb)").unwrap();
         for i in 0..RUNS + 3 {
             let a = anchor(i);
+            let (kip_anchor, sql_anchor) = anchor_values(&mut c, case.anchor, &a, i);
             let t = Instant::now();
             let out: Value = c
-                .query_one(&kip_stmt, &[&case.kip, &json!({"anchor": a})])
+                .query_one(&kip_stmt, &[&case.kip, &json!({"anchor": kip_anchor})])
                 .unwrap()
                 .get(0);
             let dk = t.elapsed();
             assert!(out.get("error").is_none(), "{}: {out}", case.name);
             let t = Instant::now();
-            let r: Value = c.query_one(&stmt, &[&SPACE, &a]).unwrap().get(0);
+            let row = match &sql_anchor {
+                SqlAnchor::Text(v) => c.query_one(&stmt, &[&SPACE, v]),
+                SqlAnchor::Int(v) => c.query_one(&stmt, &[&SPACE, v]),
+                SqlAnchor::Int4(v) => c.query_one(&stmt, &[&SPACE, v]),
+            };
             let ds = t.elapsed();
-            rows = r.as_array().map(Vec::len).unwrap_or(0);
+            rows = match row.unwrap().try_get::<_, Value>(0) {
+                Ok(Value::Array(a)) => a.len(),
+                _ => 1,
+            };
             if i >= 3 {
                 tk.push(dk);
                 ts.push(ds);
@@ -164,8 +238,17 @@ fn main() {
         );
     }
     println!("\n(KIP time includes parsing, binding, compiling, the subtransaction and the JSON envelope.)");
+    let primer: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let t = Instant::now();
+            c.query_one("SELECT kip_execute('DESCRIBE PRIMER')", &[]).unwrap();
+            t.elapsed()
+        })
+        .collect();
+    println!("DESCRIBE PRIMER median {:.2?}", median(primer));
     for case in CASES {
-        let cmd = case.kip.replace(":anchor", &format!("\"{}\"", anchor(5)));
+        let (kip_anchor, _) = anchor_values(&mut c, case.anchor, &anchor(5), 5);
+        let cmd = case.kip.replace(":anchor", &kip_anchor.to_string());
         let plan: String = c.query_one("SELECT kip_explain($1, '{}'::jsonb, true)", &[&cmd]).unwrap().get(0);
         println!("\n===== kip_explain: {} =====\n{}", case.name, plan.split("-- plan\n").nth(1).unwrap_or(&plan));
     }
