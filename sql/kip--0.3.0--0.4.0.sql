@@ -7,6 +7,12 @@
 -- the existing elements; no element, version or timestamp changes).
 CREATE INDEX concepts_attributes_idx ON kip.concepts USING gin (attributes jsonb_path_ops);
 
+-- The trigram index moves to (lower(name) COLLATE "C"), an expression no
+-- equality uses: on the name itself the planner took it for `name = 'x'`
+-- (FIND anchors, schema lookups), 3.5 ms where the btree takes 0.02 ms.
+DROP INDEX kip.concepts_name_trgm_idx;
+CREATE INDEX concepts_name_trgm_idx ON kip.concepts USING gist ((lower(name) COLLATE "C") gist_trgm_ops);
+
 -- The version trigger compares the content columns one by one instead of
 -- serialising whole rows (the vector and the tsvector included) as jsonb.
 CREATE FUNCTION kip.touch_concept() RETURNS trigger

@@ -8,7 +8,7 @@ use kip_lang::KipError;
 
 /// Whether the space exists already.
 pub fn exists(space: &Space) -> Result<bool, KipError> {
-    let v = spi::query_scalar(
+    let v = spi::lookup_scalar(
         "SELECT EXISTS (SELECT 1 FROM kip.spaces WHERE name = $1)",
         &[space.param()],
         Access::ReadOnly,
@@ -72,7 +72,7 @@ fn state(space: &Space, lock: bool) -> Result<Option<State>, KipError> {
     } else {
         "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level' FROM kip.spaces s WHERE name = $1"
     };
-    let rows = spi::query(sql, &[space.param()], Access::ReadWrite)?;
+    let rows = spi::lookup(sql, &[space.param()], Access::ReadWrite)?;
     Ok(rows.into_iter().next().map(|row| State {
         bootstrapped: row.first() == Some(&serde_json::Value::Bool(true)),
         level: row.get(1).and_then(|v| v.as_i64()).map(|v| v as i32),

@@ -82,6 +82,21 @@ pub fn query_planned(sql: &str, params: &[SqlParam], access: Access, planning: P
     Spi::connect(|_client| unsafe { run_connected(sql, params, access, planning) })
 }
 
+/// [`query`] for a lookup by key (a space's row, ids, registered names,
+/// grants): its plan never depends on the values, so it runs on its generic
+/// plan, planned once per backend. The plan cache would otherwise keep
+/// re-planning a custom plan on every call, since a custom plan's estimate
+/// with the values is never above the generic one's: planning was a
+/// quarter of a small `kip_execute` call.
+pub fn lookup(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, KipError> {
+    query_planned(sql, params, access, Planning::Generic)
+}
+
+/// [`lookup`]'s first column of the first row, or `Value::Null`.
+pub fn lookup_scalar(sql: &str, params: &[SqlParam], access: Access) -> Result<Value, KipError> {
+    Ok(lookup(sql, params, access)?.into_iter().next().and_then(|row| row.into_iter().next()).unwrap_or(Value::Null))
+}
+
 /// Run a statement and return the number of rows it processed.
 pub fn execute(sql: &str, params: &[SqlParam], access: Access) -> Result<u64, KipError> {
     Spi::connect(|_client| unsafe {

@@ -18,7 +18,7 @@ fn first_missing(space: &Space, named: Vec<(String, String)>, access: Access) ->
         return Ok(None);
     }
     let (types, names): (Vec<String>, Vec<String>) = named.into_iter().unzip();
-    let missing = spi::query(
+    let missing = spi::lookup(
         "SELECT x.t, x.n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(t, n, i) \
          WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = x.t AND c.name = x.n) \
          ORDER BY x.i LIMIT 1",

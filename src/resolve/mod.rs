@@ -44,7 +44,7 @@ pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> 
     let literals = collect::pattern_literals(clauses)?;
     let mut facts = Facts::default();
     if !literals.concept_ids.is_empty() {
-        let rows = spi::query(
+        let rows = spi::lookup(
             "SELECT id FROM kip.concepts WHERE space = $1 AND id = ANY($2::bigint[])",
             &[space.param(), SqlParam::IntArray(literals.concept_ids.clone())],
             access,
@@ -57,7 +57,7 @@ pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> 
         }
     }
     if !literals.proposition_ids.is_empty() {
-        let rows = spi::query(
+        let rows = spi::lookup(
             "SELECT id, predicate FROM kip.propositions WHERE space = $1 AND id = ANY($2::bigint[])",
             &[space.param(), SqlParam::IntArray(literals.proposition_ids.clone())],
             access,
@@ -71,7 +71,7 @@ pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> 
     }
     if literals.may_scan_unanchored {
         let cap = limits().unanchored_scan_cap();
-        let over = spi::query_scalar(
+        let over = spi::lookup_scalar(
             "SELECT count(*) > $2 FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2 + 1) t",
             &[space.param(), SqlParam::Int(cap)],
             access,

@@ -55,7 +55,7 @@ pub fn require_all(space: &Space, needed: &[Requirement]) -> Result<(), KipError
     pairs.sort();
     pairs.dedup();
     let (types, names): (Vec<String>, Vec<String>) = pairs.into_iter().unzip();
-    let rows = spi::query(
+    let rows = spi::lookup(
         "SELECT r.type, r.name FROM unnest($2::text[], $3::text[]) AS r(type, name) \
          WHERE EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = r.type AND c.name = r.name)",
         &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],

@@ -183,7 +183,8 @@ fn anchor_values(c: &mut Client, kind: Anchor, name: &str, i: usize) -> (Value, 
             (json!(format!("C:{id}")), SqlAnchor::Int(id))
         }
         Anchor::Score => {
-            let score = (i * 37 % 100) as i32;
+            // Tags carry the scores 0, 10, …, 90 (the generator's formula).
+            let score = (i * 37 % 10 * 10) as i32;
             (json!(score), SqlAnchor::Int4(score))
         }
     }
