@@ -69,6 +69,37 @@ OPEN_PORT=$(free_port); start_gateway "$OPEN_PORT"
 KEY="gateway-test-$RANDOM$RANDOM"
 AUTH_PORT=$(free_port); start_gateway "$AUTH_PORT" API_KEY="$KEY"
 
+say "a gateway connected as a non-superuser role: held to its grants"
+# kip_gw_writer may write space gw_granted and nothing else; Postgres's
+# row-level security and kip's grant check apply to the gateway's pool.
+psql -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$DB" >/dev/null <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_gw_writer') THEN
+    CREATE ROLE kip_gw_writer LOGIN NOSUPERUSER IN ROLE kip_writer;
+  END IF;
+END $$;
+SELECT kip_grant('gw_granted', 'kip_gw_writer', 'write');
+SQL
+
+ROLE_PORT=$(free_port)
+KIP_GATEWAY_TEST_DATABASE_URL="postgres://kip_gw_writer@localhost:$PORT/$DB" start_gateway "$ROLE_PORT"
+call() { # SPACE COMMAND -> "status body"
+  curl -s -o /tmp/kip-gw-role-body -w '%{http_code}' "http://127.0.0.1:$ROLE_PORT/kip" -H "X-KIP-Space: $1" \
+    -d "$(python3 -c 'import json, sys; print(json.dumps({"method": "execute_kip", "params": {"command": sys.argv[1]}}))' "$2")"
+  echo " $(cat /tmp/kip-gw-role-body)"
+}
+out=$(call gw_granted 'UPSERT { CONCEPT ?p { {type: "Person", name: "Gateway Writer"} SET ATTRIBUTES { person_class: "AI" } } }')
+case "$out" in 200*'"result"'*) ;; *) echo "write to a granted space: $out" >&2; exit 1;; esac
+out=$(call gw_granted 'FIND(?p.name) WHERE { ?p {type: "Person", name: "Gateway Writer"} }')
+case "$out" in 200*'Gateway Writer'*) ;; *) echo "read of a granted space: $out" >&2; exit 1;; esac
+out=$(call gw_other 'FIND(?p.name) WHERE { ?p {type: "Person"} }')
+case "$out" in 403*KIP_3004*) ;; *) echo "read of a space without a grant: $out" >&2; exit 1;; esac
+out=$(call gw_other 'UPSERT { CONCEPT ?p { {type: "Person", name: "Intruder"} } }')
+case "$out" in 403*KIP_3004*) ;; *) echo "write to a space without a grant: $out" >&2; exit 1;; esac
+[ "$(psql -X -tA -h localhost -p "$PORT" -U postgres -d "$DB" -c "SELECT count(*) FROM kip.spaces WHERE name = 'gw_other'")" = 0 ] \
+  || { echo "a refused call created space gw_other" >&2; exit 1; }
+echo "granted space: written and read (200); other space: refused (403, KIP_3004), not created"
+
 say "MCP handshake with the Python mcp package (stdio and streamable HTTP)"
 VENV=$CACHE/mcp-venv
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import mcp' 2>/dev/null; then

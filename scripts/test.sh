@@ -5,10 +5,11 @@
 #   2. cargo pgrx test pg15: unit tests and #[pg_test] tests inside Postgres
 #   3. integration tests from a client against the project's cluster
 #      (release build installed, cluster started on localhost:${KIP_PGPORT:-54329}),
-#      then the read and write suites again as a non-superuser
+#      then the read, write and conformance suites again as a non-superuser
 #   4. reliability suites, short versions (scripts/reliability.sh): load,
 #      pathological queries, fuzz through SQL, then crashes (these reset
-#      every session of the cluster, so they run alone, after the rest)
+#      every session of the cluster, so they run alone, after the rest);
+#      load, pathological and fuzz again as the non-superuser
 #   5. the `make run` demo and a DESCRIBE PRIMER over psql
 #   6. the upgrade from the previous release (scripts/upgrade_test.sh)
 #   7. pg_test/ SQL scenarios (a .sql script and its expected output)
@@ -51,7 +52,7 @@ psql -X -q -h localhost -p "$KIP_PGPORT" -U postgres -d postgres -c "DO \$\$ BEG
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_test_admin') THEN
     CREATE ROLE kip_test_admin LOGIN NOSUPERUSER IN ROLE kip_admin; END IF; END \$\$"
 KIP_TEST_USER=kip_test_admin cargo test --release -p kip-integration-tests --test kql --test kml --test search \
-  --test export --test envelope --test fidelity --test concurrency -- --test-threads=4 2>&1
+  --test export --test envelope --test fidelity --test concurrency --test conformance -- --test-threads=4 2>&1
 
 step "conformance fixtures (passed/total per file)"
 cargo test --release -p kip-integration-tests --test conformance -- --nocapture 2>&1
@@ -61,6 +62,9 @@ step "reliability suites (short; make soak runs the full ones)"
 # to generate, for diagnosis).
 export KIP_FUZZ_SKIP=${KIP_FUZZ_SKIP-}
 bash scripts/reliability.sh test
+# The same load, pathological and fuzz suites as the non-superuser (the crash
+# suite restarts the cluster; it runs once, above).
+KIP_TEST_USER=kip_test_admin bash scripts/reliability.sh test load pathological fuzz
 
 step "make run smoke test: demo database and a DESCRIBE PRIMER envelope over psql"
 bash scripts/demo.sh kip_demo_check >/tmp/kip-demo-check.log 2>&1 || { cat /tmp/kip-demo-check.log; exit 1; }

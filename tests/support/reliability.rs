@@ -32,7 +32,10 @@ pub fn fresh_database(db: &str) {
     for sql in [format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)"), format!("CREATE DATABASE \"{db}\"")] {
         admin.batch_execute(&sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
-    let mut c = connect_db(db);
+    // The extension is created by the superuser (it requires one); the
+    // suite then connects as `KIP_TEST_USER` when that is set.
+    let mut c = Client::connect(&format!("host=localhost port={} user=postgres dbname={db}", port()), NoTls)
+        .unwrap_or_else(|e| panic!("connect to {db} as postgres: {e:?}"));
     c.batch_execute("SET client_min_messages = warning; CREATE EXTENSION kip CASCADE")
         .unwrap_or_else(|e| panic!("CREATE EXTENSION kip in {db}: {e:?}"));
 }
