@@ -191,6 +191,21 @@ BEGIN
     IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
         RETURN NULL;
     END IF;
+    -- Nothing to record: each INSERT ... ON CONFLICT fires both the INSERT
+    -- and the UPDATE trigger, one of them with empty transition tables, and
+    -- an update that changed no version records nothing. Reading the
+    -- transition table is much cheaper than an INSERT of no rows into
+    -- kip.history (which opens the table and its indexes).
+    IF TG_OP = 'INSERT' THEN
+        IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;
+    ELSIF TG_OP = 'UPDATE' THEN
+        IF NOT EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.id = n.id
+                       WHERE n.version <> o.version OR n.space <> o.space) THEN
+            RETURN NULL;
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM old_rows) THEN
+        RETURN NULL;
+    END IF;
     ts_now := clock_timestamp();
     -- The role that made the change (current_user is this function's owner
     -- here): the role set by SET ROLE, else the session's user.
@@ -239,6 +254,21 @@ BEGIN
     -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
     -- run with row_security off; a restore brings the history it carries).
     IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
+        RETURN NULL;
+    END IF;
+    -- Nothing to record: each INSERT ... ON CONFLICT fires both the INSERT
+    -- and the UPDATE trigger, one of them with empty transition tables, and
+    -- an update that changed no version records nothing. Reading the
+    -- transition table is much cheaper than an INSERT of no rows into
+    -- kip.history (which opens the table and its indexes).
+    IF TG_OP = 'INSERT' THEN
+        IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;
+    ELSIF TG_OP = 'UPDATE' THEN
+        IF NOT EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.id = n.id
+                       WHERE n.version <> o.version OR n.space <> o.space) THEN
+            RETURN NULL;
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM old_rows) THEN
         RETURN NULL;
     END IF;
     ts_now := clock_timestamp();

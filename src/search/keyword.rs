@@ -101,7 +101,11 @@ const FUZZY_MAX_WORDS: usize = 3;
 /// can be planned onto this index: a GiST trigram scan answers `name = 'x'`
 /// correctly but walks much of the index (3.5 ms where the btree takes
 /// 0.02 ms), and the planner, which costs both alike, picked it for FIND
-/// anchors and schema lookups.
+/// anchors and schema lookups. The nearest names are taken in distance
+/// order and then id order: names at the same distance (often many at
+/// distance 1, sharing no trigram) would otherwise be cut in the index's
+/// order, which other spaces' rows change, and the candidates (and so the
+/// average document length of the BM25 score) with it.
 const NAME_TRGM_KEY: &str = "(lower(c.name) COLLATE \"C\")";
 
 fn like_pattern(term: &str) -> String {
@@ -271,7 +275,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
               AND c.space = {space} AND {NAME_TRGM_KEY} LIKE {lower_like} {type_filter} LIMIT {cand})
            UNION
            (SELECT c.id FROM kip.concepts c
-            WHERE {trigram} AND c.space = {space} {type_filter} ORDER BY {NAME_TRGM_KEY} {knn} lower({term}) LIMIT 20)"
+            WHERE {trigram} AND c.space = {space} {type_filter} ORDER BY {NAME_TRGM_KEY} {knn} lower({term}), c.id LIMIT 20)"
         ),
     };
     let frequent_gate = match role {
