@@ -25,6 +25,9 @@ use serde_json::{json, Value};
 /// Domains listed in the primer's map, and key concepts per domain.
 const PRIMER_DOMAINS: i64 = 200;
 const KEY_CONCEPTS: i64 = 10;
+/// Members of a domain (newest first) among which the primer picks the most
+/// connected as key concepts.
+const RECENT_MEMBERS: i64 = 200;
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Describe(d) = command else {
@@ -93,15 +96,38 @@ fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<Stri
 /// concept types (all of them, first: an agent needs every type it may
 /// write) and then its most connected other members (for the primer's map).
 fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
+    // Key concepts: every concept type of the domain, then the most
+    // connected of its other members among the newest `RECENT_MEMBERS`
+    // (highest ids, read backwards from the reverse-traversal index), so the
+    // primer's cost does not grow with the size of a domain. A member's
+    // degree is its links as subject plus as object, a self-link once; each
+    // count is an index-only probe.
+    let degree = |id: &str| {
+        format!(
+            "((SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.subject = {id}) \
+             + (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.object = {id}) \
+             - (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.subject = {id} AND q.object = {id}))"
+        )
+    };
     let keys = match key_concepts {
-        Some(_) => ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM \
-                     (SELECT r.*, row_number() OVER (PARTITION BY r.is_type ORDER BY r.degree DESC, r.name COLLATE \"C\") AS rank FROM \
-                       (SELECT mc.name, mc.type = '$ConceptType' AS is_type, \
-                               (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND (q.subject = mc.id OR q.object = mc.id)) AS degree \
-                        FROM kip.propositions m JOIN kip.concepts mc ON mc.id = m.subject \
-                        WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id) r) k \
-                     WHERE k.is_type OR k.rank <= $3)",
-        None => "",
+        Some(_) => format!(", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM ( \
+                       (SELECT t.name, true AS is_type, {type_degree} AS degree \
+                        FROM kip.concepts t \
+                        WHERE t.space = $1 AND t.type = '$ConceptType' \
+                          AND EXISTS (SELECT 1 FROM kip.propositions m WHERE m.space = $1 AND m.subject = t.id \
+                                      AND m.predicate = 'belongs_to_domain' AND m.object = d.id)) \
+                       UNION ALL \
+                       (SELECT r.name, false, r.degree FROM \
+                          (SELECT mc.name, {member_degree} AS degree \
+                           FROM (SELECT m.subject FROM kip.propositions m \
+                                 WHERE m.space = $1 AND m.object = d.id AND m.predicate = 'belongs_to_domain' \
+                                 ORDER BY m.subject DESC LIMIT $4) recent \
+                           JOIN kip.concepts mc ON mc.id = recent.subject AND mc.type <> '$ConceptType') r \
+                        ORDER BY r.degree DESC, r.name COLLATE \"C\" LIMIT $3)) k)",
+            type_degree = degree("t.id"),
+            member_degree = degree("mc.id"),
+        ),
+        None => String::new(),
     };
     let sql = format!(
         "SELECT coalesce(jsonb_agg(x.summary ORDER BY x.name COLLATE \"C\"), '[]'::jsonb) FROM \
@@ -111,7 +137,13 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
     );
     spi::query_scalar(
         &sql,
-        &[ctx.space.param(), SqlParam::Int(PRIMER_DOMAINS.max(1) * 50), SqlParam::Int(key_concepts.unwrap_or(0))],
+        &[
+            ctx.space.param(),
+            // The primer's map shows PRIMER_DOMAINS domains; DESCRIBE DOMAINS lists more.
+            SqlParam::Int(if key_concepts.is_some() { PRIMER_DOMAINS } else { PRIMER_DOMAINS * 50 }),
+            SqlParam::Int(key_concepts.unwrap_or(0)),
+            SqlParam::Int(RECENT_MEMBERS),
+        ],
         Access::ReadOnly,
     )
     .map(|v| if v.is_null() { json!([]) } else { v })
