@@ -323,6 +323,26 @@ fn describe_lists_and_definitions() {
 }
 
 #[test]
+fn primer_key_concepts_are_types_then_the_most_connected_recent_members() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?d { {type: "Domain", name: "Lab"} }
+          CONCEPT ?t { {type: "$ConceptType", name: "Node"} SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+          CONCEPT ?hub { {type: "Node", name: "hub"} SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+          CONCEPT ?loop { {type: "Node", name: "loop"} SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+          CONCEPT ?leaf { {type: "Node", name: "leaf"} SET PROPOSITIONS { ("belongs_to_domain", ?d) ("next", ?hub) } }
+          CONCEPT ?x { {type: "Node", name: "x"} SET PROPOSITIONS { ("next", ?hub) ("alt", ?hub) } }
+        }"#,
+    ]);
+    // Degrees (links as subject or object): hub 4, leaf 2, loop 1; x is no member.
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    let lab = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "Lab").expect("Lab in the map").clone();
+    assert_eq!(lab["member_count"], json!(4), "{lab}");
+    assert_eq!(lab["key_concepts"], json!(["Node", "hub", "leaf", "loop"]), "{lab}");
+}
+
+#[test]
 fn read_path_error_codes() {
     let mut c = space_with(&[TYPES]);
     chain(&mut c, "E", 6, "next");

@@ -27,7 +27,7 @@ const PRIMER_DOMAINS: i64 = 200;
 const KEY_CONCEPTS: i64 = 10;
 /// Members of a domain (newest first) among which the primer picks the most
 /// connected as key concepts.
-const RECENT_MEMBERS: i64 = 200;
+const RECENT_MEMBERS: i64 = 50;
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Describe(d) = command else {
@@ -100,37 +100,39 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
     // connected of its other members among the newest `RECENT_MEMBERS`
     // (highest ids, read backwards from the reverse-traversal index), so the
     // primer's cost does not grow with the size of a domain. A member's
-    // degree is its links as subject plus as object, a self-link once; each
-    // count is an index-only probe.
+    // degree is its links as subject plus as object, a self-link once: two
+    // index-only probes. The space's concept types and their domains are
+    // looked up once, from the (few) `$ConceptType` nodes.
     let degree = |id: &str| {
         format!(
             "((SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.subject = {id}) \
-             + (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.object = {id}) \
-             - (SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.subject = {id} AND q.object = {id}))"
+             + (SELECT count(*) FILTER (WHERE q.subject <> {id}) FROM kip.propositions q WHERE q.space = $1 AND q.object = {id}))"
         )
     };
-    let keys = match key_concepts {
-        Some(_) => format!(", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM ( \
-                       (SELECT t.name, true AS is_type, {type_degree} AS degree \
-                        FROM kip.concepts t \
-                        WHERE t.space = $1 AND t.type = '$ConceptType' \
-                          AND EXISTS (SELECT 1 FROM kip.propositions m WHERE m.space = $1 AND m.subject = t.id \
-                                      AND m.predicate = 'belongs_to_domain' AND m.object = d.id)) \
-                       UNION ALL \
-                       (SELECT r.name, false, r.degree FROM \
-                          (SELECT mc.name, {member_degree} AS degree \
-                           FROM (SELECT m.subject FROM kip.propositions m \
-                                 WHERE m.space = $1 AND m.object = d.id AND m.predicate = 'belongs_to_domain' \
-                                 ORDER BY m.subject DESC LIMIT $4) recent \
-                           JOIN kip.concepts mc ON mc.id = recent.subject AND mc.type <> '$ConceptType') r \
-                        ORDER BY r.degree DESC, r.name COLLATE \"C\" LIMIT $3)) k)",
-            type_degree = degree("t.id"),
-            member_degree = degree("mc.id"),
+    let (types_cte, keys) = match key_concepts {
+        Some(_) => (
+            "WITH types AS MATERIALIZED ( \
+               SELECT t.id, t.name, m.object AS domain FROM kip.concepts t \
+               JOIN kip.propositions m ON m.space = $1 AND m.subject = t.id AND m.predicate = 'belongs_to_domain' \
+               WHERE t.space = $1 AND t.type = '$ConceptType') ",
+            format!(
+                ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM ( \
+                   (SELECT t.name, true AS is_type, {type_degree} AS degree FROM types t WHERE t.domain = d.id) \
+                   UNION ALL \
+                   (SELECT mc.name, false, {member_degree} AS degree \
+                    FROM (SELECT m.subject FROM kip.propositions m \
+                          WHERE m.space = $1 AND m.object = d.id AND m.predicate = 'belongs_to_domain' \
+                          ORDER BY m.subject DESC LIMIT $4) recent \
+                    JOIN kip.concepts mc ON mc.id = recent.subject AND mc.type <> '$ConceptType' \
+                    ORDER BY degree DESC, mc.name COLLATE \"C\" LIMIT $3)) k)",
+                type_degree = degree("t.id"),
+                member_degree = degree("mc.id"),
+            ),
         ),
-        None => String::new(),
+        None => ("", String::new()),
     };
     let sql = format!(
-        "SELECT coalesce(jsonb_agg(x.summary ORDER BY x.name COLLATE \"C\"), '[]'::jsonb) FROM \
+        "{types_cte}SELECT coalesce(jsonb_agg(x.summary ORDER BY x.name COLLATE \"C\"), '[]'::jsonb) FROM \
          (SELECT d.name, jsonb_strip_nulls(jsonb_build_object('name', d.name, 'description', d.attributes -> 'description', \
             'member_count', (SELECT count(*) FROM kip.propositions m WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id){keys})) AS summary \
           FROM kip.concepts d WHERE d.space = $1 AND d.type = 'Domain' ORDER BY d.name COLLATE \"C\" LIMIT $2) x"
