@@ -440,7 +440,14 @@ fn attribute_equality_is_served_by_the_attributes_index_without_jit() {
         )
         .unwrap()
         .get(0);
-    assert!(text.contains("concepts_attributes_idx"), "{text}");
+    // Under row-level security (a role that is not the tables' owner) the
+    // planner may not evaluate a non-leakproof operator such as jsonb `@>`
+    // before the policy, so no index serves it (DESIGN §16).
+    let rls: bool = c.query_one("SELECT row_security_active('kip.concepts')", &[]).unwrap().get(0);
+    if !rls {
+        assert!(text.contains("concepts_attributes_idx"), "{text}");
+    }
+    assert!(text.contains("attributes @>"), "{text}");
     assert!(!text.contains("JIT:"), "{text}");
     let jit: String = c.query_one("SHOW jit", &[]).unwrap().get(0);
     assert_eq!(jit, "on");
