@@ -192,6 +192,41 @@ pub fn proposition_upsert(space: &Space, s: ElementRef, predicate: &str, o: Elem
     Ok(first_id(rows).unwrap_or_default())
 }
 
+/// One link of [`propositions_merge`]: `(s, p, o)` and the metadata to merge.
+pub struct LinkWrite<'a> {
+    pub subject: ElementRef,
+    pub predicate: &'a str,
+    pub object: ElementRef,
+    pub meta: JsonMap,
+}
+
+/// Several `SET PROPOSITIONS` links of one block in one statement: each is
+/// created, or its metadata shallow-merged into the existing link. The
+/// triples must be distinct (one statement cannot update a row twice).
+pub fn propositions_merge(space: &Space, links: &[LinkWrite<'_>]) -> Result<(), KipError> {
+    let rows: Vec<Value> = links
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "s": l.subject.id, "sc": l.subject.is_concept(), "p": l.predicate,
+                "o": l.object.id, "oc": l.object.is_concept(), "m": Value::Object(l.meta.clone()),
+            })
+        })
+        .collect();
+    spi::execute(
+        "INSERT INTO kip.propositions AS p \
+           (space, subject_concept, subject_link, predicate, object_concept, object_link, attributes, metadata) \
+         SELECT $1, CASE WHEN u.sc THEN u.s END, CASE WHEN NOT u.sc THEN u.s END, u.p, \
+                CASE WHEN u.oc THEN u.o END, CASE WHEN NOT u.oc THEN u.o END, '{}'::jsonb, u.m \
+         FROM jsonb_to_recordset($2) AS u(s bigint, sc boolean, p text, o bigint, oc boolean, m jsonb) \
+         ON CONFLICT (space, subject, predicate, object) DO UPDATE \
+         SET attributes = p.attributes || EXCLUDED.attributes, metadata = p.metadata || EXCLUDED.metadata",
+        &[space.param(), SqlParam::Json(Value::Array(rows))],
+        Access::ReadWrite,
+    )?;
+    Ok(())
+}
+
 /// Create `(s, p, o)` only if it does not exist; `None` when it does.
 pub fn proposition_create(space: &Space, s: ElementRef, predicate: &str, o: ElementRef, attrs: &JsonMap, meta: &JsonMap) -> Result<Option<i64>, KipError> {
     thread_local! {

@@ -127,15 +127,23 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
     };
     let subject = ElementRef::concept(id);
     handles.define(&block.handle, subject);
+    let mut links = Vec::new();
     for item in block.set_propositions.iter().flatten() {
-        set_proposition(ctx, handles, subject, item, &meta)?;
+        links.push(set_proposition(ctx, handles, subject, item, &meta)?);
     }
+    write_links(ctx, &links)?;
     Ok(id)
 }
 
-/// One `("predicate", target) [WITH METADATA {…}]` entry: additive; an
-/// existing `(s, p, o)` link only gets the metadata merged in.
-fn set_proposition(ctx: &Ctx, handles: &Handles, subject: ElementRef, item: &SetProposition, block_meta: &JsonMap) -> Result<(), KipError> {
+/// One `("predicate", target) [WITH METADATA {…}]` entry, checked: additive;
+/// an existing `(s, p, o)` link only gets the metadata merged in.
+fn set_proposition<'a>(
+    ctx: &Ctx,
+    handles: &Handles,
+    subject: ElementRef,
+    item: &'a SetProposition,
+    block_meta: &JsonMap,
+) -> Result<store::LinkWrite<'a>, KipError> {
     let predicate = lit_str(&item.predicate)?;
     let object = resolve::endpoint(ctx, handles, &item.target)?;
     if object == subject {
@@ -143,8 +151,27 @@ fn set_proposition(ctx: &Ctx, handles: &Handles, subject: ElementRef, item: &Set
     }
     let meta = layered(block_meta, item.metadata.as_deref())?;
     check_link(ctx, subject, predicate, object, &JsonMap::new(), &meta)?;
-    store::proposition_upsert(&ctx.space, subject, predicate, object, &JsonMap::new(), &meta)?;
-    Ok(())
+    Ok(store::LinkWrite { subject, predicate, object, meta })
+}
+
+/// The links of a block's `SET PROPOSITIONS`: one statement for all of them
+/// (fewer round trips, and one firing of the history triggers instead of
+/// one per link), or one per link when a triple repeats (a statement cannot
+/// update the same row twice; the later entry's metadata merges last).
+fn write_links(ctx: &Ctx, links: &[store::LinkWrite<'_>]) -> Result<(), KipError> {
+    let distinct = links.iter().enumerate().all(|(i, a)| {
+        links[..i].iter().all(|b| (b.subject, b.predicate, b.object) != (a.subject, a.predicate, a.object))
+    });
+    match links {
+        [] => Ok(()),
+        [_, _, ..] if distinct => store::propositions_merge(&ctx.space, links),
+        _ => {
+            for l in links {
+                store::proposition_upsert(&ctx.space, l.subject, l.predicate, l.object, &JsonMap::new(), &l.meta)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// One `PROPOSITION [?h] { … }` block; returns the link's row id and predicate.
