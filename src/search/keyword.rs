@@ -101,11 +101,14 @@ const FUZZY_MAX_WORDS: usize = 3;
 /// can be planned onto this index: a GiST trigram scan answers `name = 'x'`
 /// correctly but walks much of the index (3.5 ms where the btree takes
 /// 0.02 ms), and the planner, which costs both alike, picked it for FIND
-/// anchors and schema lookups. The nearest names are taken in distance
-/// order and then id order: names at the same distance (often many at
-/// distance 1, sharing no trigram) would otherwise be cut in the index's
-/// order, which other spaces' rows change, and the candidates (and so the
-/// average document length of the BM25 score) with it.
+/// anchors and schema lookups. The nearest-name source takes only names
+/// similar to the term (`%`, pg_trgm's similarity threshold, 0.3 by default:
+/// below it the trigram part of the score is 0 anyway), nearest first and
+/// then by id: names at the same distance would otherwise be cut in the
+/// index's order, which other spaces' rows change, and the candidates (and
+/// so the average document length of the BM25 score) with it. The `%`
+/// condition keeps that ordering cheap: it is computed over the similar
+/// names only, never over every name of the space.
 const NAME_TRGM_KEY: &str = "(lower(c.name) COLLATE \"C\")";
 
 fn like_pattern(term: &str) -> String {
@@ -259,6 +262,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let lower_like = like_pattern(&format!("lower({term})"));
     let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;
     let knn = extensions::trgm_op("<->")?;
+    let similar = extensions::trgm_op("%")?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
     let space_c = space_filter("c", &space);
@@ -275,7 +279,8 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
               AND c.space = {space} AND {NAME_TRGM_KEY} LIKE {lower_like} {type_filter} LIMIT {cand})
            UNION
            (SELECT c.id FROM kip.concepts c
-            WHERE {trigram} AND c.space = {space} {type_filter} ORDER BY {NAME_TRGM_KEY} {knn} lower({term}), c.id LIMIT 20)"
+            WHERE {trigram} AND c.space = {space} AND {NAME_TRGM_KEY} {similar} lower({term}) {type_filter}
+            ORDER BY {NAME_TRGM_KEY} {knn} lower({term}), c.id LIMIT 20)"
         ),
     };
     let frequent_gate = match role {
