@@ -94,7 +94,7 @@ pub fn lookup(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, Ki
 
 /// [`lookup`]'s first column of the first row, or `Value::Null`.
 pub fn lookup_scalar(sql: &str, params: &[SqlParam], access: Access) -> Result<Value, KipError> {
-    Ok(lookup(sql, params, access)?.into_iter().next().and_then(|row| row.into_iter().next()).unwrap_or(Value::Null))
+    Ok(first_value(lookup(sql, params, access)?))
 }
 
 /// Run a statement and return the number of rows it processed.
@@ -107,11 +107,11 @@ pub fn execute(sql: &str, params: &[SqlParam], access: Access) -> Result<u64, Ki
 
 /// The first column of the first row, or `Value::Null` when there is none.
 pub fn query_scalar(sql: &str, params: &[SqlParam], access: Access) -> Result<Value, KipError> {
-    Ok(query(sql, params, access)?
-        .into_iter()
-        .next()
-        .and_then(|row| row.into_iter().next())
-        .unwrap_or(Value::Null))
+    Ok(first_value(query(sql, params, access)?))
+}
+
+fn first_value(rows: Rows) -> Value {
+    rows.into_iter().next().and_then(|row| row.into_iter().next()).unwrap_or(Value::Null)
 }
 
 unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<(), KipError> {

@@ -67,8 +67,8 @@ pub struct Grant {
 }
 
 impl Grant {
-    /// The grant of a caller that holds every privilege (the background
-    /// worker, or a schema older than governance).
+    /// The grant of a caller that holds every privilege (a superuser, a
+    /// schema older than governance), or of a dry run, which executes nothing.
     pub fn full(space: &Space) -> Grant {
         Grant { privilege: Some(Privilege::Admin), role: String::new(), space: space.clone() }
     }
@@ -96,7 +96,8 @@ impl Grant {
 /// `kip.space_access($1)` written out in one statement: the SQL functions
 /// it calls (`SET search_path`, so never inlined) were parsed and planned
 /// again on every call, ~40 % of a small `kip_execute`; this statement's
-/// plan is kept (`exec::spi`).
+/// plan is kept (`exec::spi`). The rule is the SQL function's, and a
+/// pg_test checks that both answer alike.
 const GRANT_SQL: &str = "SELECT CASE \
       WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles r \
                    WHERE r.rolname = 'kip_admin' AND pg_catalog.pg_has_role(r.oid, 'USAGE')) THEN 'admin' \

@@ -26,3 +26,30 @@ fn a_non_superuser_is_held_to_its_grants() {
     assert!(writer_rows > 0);
     Spi::run("RESET ROLE; DELETE FROM kip.space_grants WHERE role = 'kip_pg_test_writer'").unwrap();
 }
+
+/// `governance::access::grant` writes `kip.space_access` out in one
+/// statement of its own: both must answer alike for every privilege.
+#[pg_test]
+fn the_grant_lookup_agrees_with_kip_space_access() {
+    use crate::governance::access::{grant, Privilege};
+    Spi::run(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_pg_test_mixed') THEN
+             CREATE ROLE kip_pg_test_mixed IN ROLE kip_reader; END IF; END $$;
+         SELECT kip_grant('pg_g_read', 'kip_pg_test_mixed', 'read');
+         SELECT kip_grant('pg_g_write', 'kip_pg_test_mixed', 'write');
+         SELECT kip_grant('pg_g_admin', 'kip_pg_test_mixed', 'admin');",
+    )
+    .unwrap();
+    Spi::run("SET ROLE kip_pg_test_mixed").unwrap();
+    for (space, expected) in [("pg_g_read", "read"), ("pg_g_write", "write"), ("pg_g_admin", "admin"), ("pg_g_none", "none")] {
+        let by_sql = Spi::get_one::<String>(&format!("SELECT kip.space_access('{space}')")).unwrap().unwrap();
+        let by_lookup = match grant(&crate::space::validate(space).unwrap()).unwrap().privilege {
+            Some(Privilege::Admin) => "admin",
+            Some(Privilege::Write) => "write",
+            Some(Privilege::Read) => "read",
+            None => "none",
+        };
+        assert_eq!((by_sql.as_str(), by_lookup), (expected, expected), "{space}");
+    }
+    Spi::run("RESET ROLE; DELETE FROM kip.space_grants WHERE role = 'kip_pg_test_mixed'").unwrap();
+}
