@@ -44,7 +44,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
             .with_hint("Pass a FIND(…) WHERE { … } command."));
     };
     let space = crate::space::current()?;
-    let facts = resolve::pattern_facts(&space, &q.where_clauses, Access::ReadOnly)?;
+    let facts = resolve::find_facts(&space, &q.where_clauses)?;
     let env = Env { space: space.name(), limits: resolve::limits(), facts: &facts };
     let limit = engine::find::page_size(opt_lit(&q.limit)?);
     let plan = compile_find(q, env, limit, 0)?;

@@ -49,6 +49,24 @@ pub struct Facts {
     /// Whether the space holds more propositions than an unanchored scan may
     /// read; `None` when the command has no clause that could need it.
     pub unanchored_over_cap: Option<bool>,
+    /// Existence checks left to the statement itself (FIND), instead of a
+    /// lookup before it; `None` when `resolve` looked everything up.
+    pub verified_in_statement: Option<InStatement>,
+}
+
+/// What a FIND statement verifies itself, in a guard column read after it
+/// ran (`compile::find::Guard`): one statement per FIND instead of a
+/// lookup, then the query. A failed check is the same `KIP_3002` the
+/// lookup would have raised; the query's own rows are then discarded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InStatement {
+    /// The `{type, name}` identities of the mandatory pattern, in order:
+    /// each must name a concept of the space.
+    pub named_concepts: Vec<(String, String)>,
+    /// Literal concept ids (`C:<n>`) of the mandatory pattern are assumed to
+    /// exist while compiling and verified by the statement (`facts.concepts`
+    /// is then empty).
+    pub concept_ids: bool,
 }
 
 #[cfg(test)]

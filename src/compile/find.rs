@@ -20,6 +20,8 @@ use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
+use crate::compile::pattern::ground;
+use crate::compile::SqlParam;
 use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
 use kip_lang::{ErrorCode, KipError};
 
@@ -37,8 +39,92 @@ pub(crate) struct FindSql {
     pub sql: String,
     pub params: Params,
     pub shape: Vec<Out>,
-    /// Output column holding the page's row count (None: no row columns).
-    pub count_col: Option<usize>,
+    pub layout: Layout,
+    /// The existence checks the statement makes itself (`InStatement`).
+    pub guard: Option<Guard>,
+}
+
+/// How the statement returns its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// One SQL row per row of the page, in the page's order (up to one row
+    /// more than the page, to tell whether another page exists): when every
+    /// entry of the result is a column of the page. `Out::Column(i)` is the
+    /// `i`-th value of each row. No `jsonb_agg` over a materialised page, so
+    /// the statement is as lean as the hand-written query.
+    Rows,
+    /// One SQL row: each result column as a jsonb array in the page's order,
+    /// each scalar aggregation, the page's row count in `count_col` (None:
+    /// no row columns), and the guard column.
+    OneRow { count_col: Option<usize> },
+}
+
+/// The page of a FIND with row columns: its SELECT (ordered, LIMIT n+1 and
+/// OFFSET), the ORDER BY list over its columns, and the column holding each
+/// result entry (`None`: a scalar aggregation over all solutions).
+struct Page {
+    sql: String,
+    order: String,
+    columns: Vec<Option<String>>,
+}
+
+/// The elements a FIND's mandatory pattern requires (`InStatement`): its
+/// named concepts, then its literal concept ids in the order the pattern
+/// names them. When one is missing the pattern has no solution, so:
+/// * with `Layout::Rows`, a non-empty page proves them all; the engine
+///   checks them (`position`, one lookup) only when the page is empty;
+/// * with `Layout::OneRow`, the statement's guard column `col` holds the
+///   position (from 1) of the first missing one, or NULL.
+///
+/// Either way the error is the one a lookup before the statement would
+/// have raised.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    pub col: Option<usize>,
+    pub named: Vec<(String, String)>,
+    /// (row id, the id as written).
+    pub concept_ids: Vec<(i64, String)>,
+}
+
+impl Guard {
+    /// The `KIP_3002` of a guard value (a position from 1, or NULL when
+    /// every required element exists).
+    pub fn failure(&self, value: Option<&serde_json::Value>) -> Option<KipError> {
+        let i = usize::try_from(value?.as_i64()?).ok()?.checked_sub(1)?;
+        match self.named.get(i) {
+            Some((t, n)) => Some(missing_named_concept(t, n)),
+            None => self.concept_ids.get(i - self.named.len()).map(|(_, id)| ground::not_found("concept", id)),
+        }
+    }
+}
+
+/// A `{type, name}` of FIND's mandatory pattern that names no concept.
+pub(crate) fn missing_named_concept(type_name: &str, name: &str) -> KipError {
+    KipError::new(ErrorCode::NotFound, format!("concept {{type: {type_name:?}, name: {name:?}}} does not exist in this memory space"))
+        .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names.")
+}
+
+/// The guard column's SQL (see [`Guard`]).
+fn guard_sql(cx: &mut Cx, named: &[(String, String)], concept_ids: &[(i64, String)]) -> String {
+    let mut parts = Vec::new();
+    let space = cx.space_sql.clone();
+    if !named.is_empty() {
+        let types = cx.params.push(SqlParam::TextArray(named.iter().map(|(t, _)| t.clone()).collect()));
+        let names = cx.params.push(SqlParam::TextArray(named.iter().map(|(_, n)| n.clone()).collect()));
+        parts.push(format!(
+            "SELECT x.i FROM unnest({types}::text[], {names}::text[]) WITH ORDINALITY AS x(t, n, i)
+             WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = {space} AND c.type = x.t AND c.name = x.n)"
+        ));
+    }
+    if !concept_ids.is_empty() {
+        let ids = cx.params.push(SqlParam::IntArray(concept_ids.iter().map(|(n, _)| *n).collect()));
+        parts.push(format!(
+            "SELECT {} + y.i FROM unnest({ids}::bigint[]) WITH ORDINALITY AS y(id, i)
+             WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = y.id AND c.space = {space})",
+            named.len()
+        ));
+    }
+    format!("(SELECT min(g.i) FROM ({}) AS g(i))", parts.join(" UNION ALL "))
 }
 
 struct SortKey {
@@ -87,6 +173,7 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
     let has_rows = items.iter().any(|i| matches!(i, Item::Column(_) | Item::Agg { grouped: true, .. }));
     let lim = cx.params.int(limit as i64 + 1);
     let off = cx.params.int(offset as i64);
+    let mut page: Option<Page> = None;
 
     if has_rows && !grouped {
         // Solution dedup on the projected (and ordering) variables.
@@ -137,27 +224,23 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
         }
         select.push("d.ord AS ord".into());
         let order = order_clause(&sort, &tail);
-        ctes.push(format!(
-            "page AS (SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off})",
-            select.join(", "),
-            acc.joins_sql()
-        ));
         let mut c = 0;
-        for item in &items {
-            match item {
-                Item::Column(_) => {
+        let columns = items
+            .iter()
+            .map(|item| {
+                matches!(item, Item::Column(_)).then(|| {
                     c += 1;
-                    outputs.push(format!("(SELECT coalesce(jsonb_agg(j{c} ORDER BY {order}), '[]'::jsonb) FROM page)"));
-                    shape.push(Out::Column(outputs.len() - 1));
-                }
-                Item::Agg { agg, .. } => {
-                    outputs.push(global_agg(&mut cx, &rel.vars, agg)?);
-                    shape.push(Out::Scalar(outputs.len() - 1));
-                }
-            }
-        }
+                    format!("j{c}")
+                })
+            })
+            .collect();
+        page = Some(Page {
+            sql: format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql()),
+            order,
+            columns,
+        });
     } else if has_rows {
-        grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &mut outputs, &mut shape, &lim, &off)?;
+        page = Some(grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off)?);
     } else {
         for item in &items {
             if let Item::Agg { agg, .. } = item {
@@ -166,15 +249,44 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
             }
         }
     }
-    let count_col = if has_rows {
-        outputs.push("(SELECT count(*) FROM page)".into());
-        Some(outputs.len() - 1)
-    } else {
-        None
+    let named = cx.env.facts.verified_in_statement.as_ref().map(|v| v.named_concepts.clone()).unwrap_or_default();
+    let concept_ids = cx.unverified_concept_ids.take();
+    let mut guard = (!named.is_empty() || !concept_ids.is_empty()).then(|| Guard { col: None, named, concept_ids });
+    let (sql, layout) = match page {
+        // Every entry is a column of the page: the statement returns the
+        // page's rows themselves.
+        Some(page) if page.columns.iter().all(Option::is_some) => {
+            shape = (0..items.len()).map(Out::Column).collect();
+            (format!("WITH {} {}", ctes.join(", "), page.sql), Layout::Rows)
+        }
+        page => {
+            if let Some(page) = page {
+                ctes.push(format!("page AS ({})", page.sql));
+                for (item, column) in items.iter().zip(&page.columns) {
+                    match (item, column) {
+                        (_, Some(j)) => outputs.push(format!(
+                            "(SELECT coalesce(jsonb_agg({j} ORDER BY {}), '[]'::jsonb) FROM page)",
+                            page.order
+                        )),
+                        (Item::Agg { agg, .. }, None) => outputs.push(global_agg(&mut cx, &rel.vars, agg)?),
+                        (Item::Column(_), None) => unreachable!("every column item has a page column"),
+                    }
+                    shape.push(if column.is_some() { Out::Column(outputs.len() - 1) } else { Out::Scalar(outputs.len() - 1) });
+                }
+            }
+            let count_col = has_rows.then(|| {
+                outputs.push("(SELECT count(*) FROM page)".into());
+                outputs.len() - 1
+            });
+            if let Some(g) = guard.as_mut() {
+                outputs.push(guard_sql(&mut cx, &g.named, &g.concept_ids));
+                g.col = Some(outputs.len() - 1);
+            }
+            (format!("WITH {} SELECT {}", ctes.join(", "), outputs.join(", ")), Layout::OneRow { count_col })
+        }
     };
-    let sql = format!("WITH {} SELECT {}", ctes.join(", "), outputs.join(", "));
     drop(cx);
-    Ok(FindSql { sql, params, shape, count_col })
+    Ok(FindSql { sql, params, shape, layout, guard })
 }
 
 /// A scalar aggregation over all solutions.
@@ -189,18 +301,7 @@ fn global_agg(cx: &mut Cx, vars: &[VarBinding], agg: &kip_lang::ast::Aggregate) 
 }
 
 /// Implicit GROUP BY: groups of the plain values, aggregations per group.
-#[allow(clippy::too_many_arguments)]
-fn grouped_plan(
-    cx: &mut Cx,
-    vars: &[VarBinding],
-    q: &FindQuery,
-    items: &[Item],
-    ctes: &mut Vec<String>,
-    outputs: &mut Vec<String>,
-    shape: &mut Vec<Out>,
-    lim: &str,
-    off: &str,
-) -> Result<(), KipError> {
+fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item], ctes: &mut Vec<String>, lim: &str, off: &str) -> Result<Page, KipError> {
     // b: solutions with the group values g_i and each aggregation's inputs.
     let mut acc = SolutionAccess::new("s", vars);
     let mut b_select = vec!["s.ord AS ord".to_string()];
@@ -300,21 +401,11 @@ fn grouped_plan(
     tail.push("gtext".into());
     let joins: String = aggs.iter().map(|n| format!(" LEFT JOIN a{n} ON a{n}.gk = grp.gk")).collect();
     let order = order_clause(&sort, &tail);
-    ctes.push(format!("page AS (SELECT {} FROM grp{joins} ORDER BY {order} LIMIT {lim} OFFSET {off})", select.join(", ")));
-    for (n, item) in items.iter().enumerate() {
-        match (item, col_of_item[n]) {
-            (_, Some(n)) => {
-                outputs.push(format!("(SELECT coalesce(jsonb_agg(j{n} ORDER BY {order}), '[]'::jsonb) FROM page)"));
-                shape.push(Out::Column(outputs.len() - 1));
-            }
-            (Item::Agg { agg, .. }, None) => {
-                outputs.push(global_agg(cx, vars, agg)?);
-                shape.push(Out::Scalar(outputs.len() - 1));
-            }
-            _ => unreachable!(),
-        }
-    }
-    Ok(())
+    Ok(Page {
+        sql: format!("SELECT {} FROM grp{joins} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", ")),
+        order,
+        columns: col_of_item.iter().map(|c| c.map(|n| format!("j{n}"))).collect(),
+    })
 }
 
 /// The value of grouped aggregation `n` for a group (`a<n>` joined to

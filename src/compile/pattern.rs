@@ -36,7 +36,7 @@
 mod block;
 mod builder;
 mod endpoint;
-mod ground;
+pub(crate) mod ground;
 mod groups;
 pub(crate) mod scope;
 

@@ -254,22 +254,31 @@ fn find_pages_with_one_extra_row() {
     let plan = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name DESC"#, 10, 20).unwrap();
     assert!(plan.sql.starts_with("WITH s AS (SELECT c1.id AS v_1, 0 AS ord FROM kip.concepts c1"), "{}", plan.sql);
     assert!(plan.sql.contains("DESC NULLS LAST"), "{}", plan.sql);
-    assert!(plan.sql.contains("(SELECT count(*) FROM page)"), "{}", plan.sql);
+    // Every entry is a page column: the page's rows are the statement's rows.
+    assert!(!plan.sql.contains("jsonb_agg"), "{}", plan.sql);
     let ints: Vec<&SqlParam> = plan.params.values().iter().filter(|p| matches!(p, SqlParam::Int(_))).collect();
     assert_eq!(ints, vec![&SqlParam::Int(11), &SqlParam::Int(20)]);
     assert_eq!(plan.shape, vec![super::find::Out::Column(0)]);
-    assert_eq!(plan.count_col, Some(1));
+    assert_eq!(plan.layout, super::find::Layout::Rows);
 }
 
 #[test]
 fn find_aggregations() {
+    use super::find::{Layout, Out};
     let global = find(r#"FIND(COUNT(?x)) WHERE { ?x {type: "Drug"} }"#, 10, 0).unwrap();
-    assert_eq!(global.shape, vec![super::find::Out::Scalar(0)]);
-    assert_eq!(global.count_col, None);
+    assert_eq!(global.shape, vec![Out::Scalar(0)]);
+    assert_eq!(global.layout, Layout::OneRow { count_col: None });
     let grouped = find(r#"FIND(?d.name, COUNT(?x)) WHERE { ?x {type: "Drug"} (?x, "treats", ?d) } ORDER BY COUNT(?x) DESC"#, 10, 0).unwrap();
     assert!(grouped.sql.contains("grp AS (SELECT gk"), "{}", grouped.sql);
     assert!(grouped.sql.contains("coalesce(a1.val, CASE WHEN true THEN to_jsonb(0) END)"), "{}", grouped.sql);
-    assert_eq!(grouped.shape, vec![super::find::Out::Column(0), super::find::Out::Column(1)]);
+    assert_eq!(grouped.shape, vec![Out::Column(0), Out::Column(1)]);
+    assert_eq!(grouped.layout, Layout::Rows);
+    // A column next to an aggregation over all solutions: one row of arrays.
+    // (`?x` is projected, so COUNT(?x) is over all solutions.)
+    let mixed = find(r#"FIND(?x.name, COUNT(?x)) WHERE { ?x {type: "Drug"} }"#, 10, 0).unwrap();
+    assert_eq!(mixed.shape, vec![Out::Column(0), Out::Scalar(1)]);
+    assert_eq!(mixed.layout, Layout::OneRow { count_col: Some(2) });
+    assert!(mixed.sql.contains("(SELECT count(*) FROM page)"), "{}", mixed.sql);
 }
 
 #[test]
@@ -320,4 +329,51 @@ fn export_page() {
     assert!(page.sql.contains("ORDER BY CASE WHEN c.id IS NULL THEN 2 WHEN c.type = ANY($3::text[]) THEN 0 ELSE 1 END, t.id"), "{}", page.sql);
     assert!(page.sql.ends_with("OFFSET $5::bigint LIMIT $6::bigint"), "{}", page.sql);
     assert_eq!(page.params.values()[4..], [SqlParam::Int(4), SqlParam::Int(3)]);
+}
+
+// ------------------------------------------------- checks made in the statement
+
+#[test]
+fn find_verifies_named_concepts_and_literal_ids_without_a_lookup() {
+    use super::env::InStatement;
+    use super::find::Layout;
+    let checks = InStatement { named_concepts: vec![("Drug".into(), "A".into())], concept_ids: true };
+    // No fact about C:7: without the checks it would be unresolved.
+    let facts = Facts { verified_in_statement: Some(checks), ..Facts::default() };
+    let compile = |text: &str| {
+        let Command::Find(q) = command(text) else { unreachable!() };
+        compile_find(&q, env(&facts), 10, 0).unwrap()
+    };
+    let body = r#"WHERE { ?x {type: "Drug", name: "A"} ?y {id: "C:7"} OPTIONAL { ?z {id: "C:8"} } }"#;
+
+    // Rows: no guard in the statement; the engine checks on an empty page.
+    let plan = compile(&format!("FIND(?y) {body}"));
+    assert_eq!(plan.layout, Layout::Rows);
+    let guard = plan.guard.as_ref().expect("required elements");
+    assert_eq!(guard.col, None);
+    assert!(!plan.sql.contains("WITH ORDINALITY"), "{}", plan.sql);
+    // Only the mandatory id is required: C:8 sits in OPTIONAL.
+    assert_eq!(guard.concept_ids, vec![(7, "C:7".to_string())]);
+    assert!(guard.failure(None).is_none());
+    assert!(guard.failure(Some(&serde_json::Value::Null)).is_none());
+    let named = guard.failure(Some(&serde_json::json!(1))).unwrap();
+    assert_eq!(named.code, ErrorCode::NotFound);
+    assert!(named.message.contains(r#"{type: "Drug", name: "A"}"#), "{}", named.message);
+    let id = guard.failure(Some(&serde_json::json!(2))).unwrap();
+    assert!(id.message.contains(r#""C:7""#), "{}", id.message);
+
+    // One row (an aggregation over all solutions, which has a value even
+    // when nothing matched): the guard is a column of the statement.
+    let plan = compile(&format!("FIND(COUNT(?y)) {body}"));
+    let guard = plan.guard.as_ref().expect("required elements");
+    assert_eq!(guard.col, Some(1));
+    assert!(plan.sql.contains("WITH ORDINALITY AS x(t, n, i)"), "{}", plan.sql);
+    assert!(plan.sql.contains("1 + y.i"), "{}", plan.sql);
+    assert!(plan.params.values().contains(&SqlParam::IntArray(vec![7])), "{:?}", plan.params.values());
+
+    // Without in-statement checks the literal id comes from the facts, and
+    // nothing is left to check.
+    let Command::Find(q) = command(&format!("FIND(?y) {body}")) else { unreachable!() };
+    let plan = compile_find(&q, env(&Facts::default().with_concept(7)), 10, 0).unwrap();
+    assert!(plan.guard.is_none());
 }

@@ -4,7 +4,7 @@
 
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
-use crate::compile::find::{compile_find, Out};
+use crate::compile::find::{compile_find, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::exec::{cursor, spi, Access, Ctx};
 use crate::resolve::{self, identities};
@@ -27,8 +27,10 @@ pub(crate) fn page_size(limit: Option<u64>) -> u64 {
 }
 
 pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
-    identities::require_named_concepts(&ctx.space, &q.where_clauses)?;
-    let facts = resolve::pattern_facts(&ctx.space, &q.where_clauses, Access::ReadOnly)?;
+    // Named concepts and literal concept ids are not looked up before the
+    // statement: a page with rows proves they exist, and an empty page or
+    // the guard column tells which one is missing (`compile::find::Guard`).
+    let facts = resolve::find_facts(&ctx.space, &q.where_clauses)?;
     let limit = page_size(opt_lit(&q.limit)?);
     let shape = cursor::query_shape(&ctx.space, &Command::Find(q.clone()));
     let offset = match opt_lit(&q.cursor)? {
@@ -42,33 +44,60 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // plan (index nested loops from the anchor), and re-planning a custom
     // plan on every call cost more than running it (0.5-1.6 ms of planning
     // for 0.1-0.6 ms of execution; benches/KQL-BENCH.md).
-    let row = spi::query_planned(&plan.sql, plan.params.values(), Access::ReadOnly, spi::Planning::Generic)?
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let rows = spi::query_planned(&plan.sql, plan.params.values(), Access::ReadOnly, spi::Planning::Generic)?;
+    let page = usize::try_from(limit).unwrap_or(usize::MAX);
+    let (mut entries, more) = match plan.layout {
+        Layout::Rows => {
+            if rows.is_empty() {
+                // An empty page: a required element may be missing.
+                if let Some(guard) = &plan.guard {
+                    let ids: Vec<i64> = guard.concept_ids.iter().map(|(id, _)| *id).collect();
+                    let position = identities::first_missing_position(&ctx.space, &guard.named, &ids)?;
+                    if let Some(missing) = guard.failure(position.map(Value::from).as_ref()) {
+                        return Err(missing);
+                    }
+                }
+            }
+            let more = rows.len() > page;
+            let entries = plan
+                .shape
+                .iter()
+                .map(|out| {
+                    let i = match *out {
+                        Out::Column(i) | Out::Scalar(i) => i,
+                    };
+                    Value::Array(rows.iter().take(page).map(|r| r.get(i).cloned().unwrap_or(Value::Null)).collect())
+                })
+                .collect::<Vec<_>>();
+            (entries, more)
+        }
+        Layout::OneRow { count_col } => {
+            let row = rows.into_iter().next().unwrap_or_default();
+            if let Some(missing) = plan.guard.as_ref().and_then(|g| g.failure(g.col.and_then(|c| row.get(c)))) {
+                return Err(missing);
+            }
+            let more = count_col.and_then(|c| row.get(c)).and_then(Value::as_u64).is_some_and(|n| n > limit);
+            let mut entries = Vec::with_capacity(plan.shape.len());
+            for out in &plan.shape {
+                entries.push(match *out {
+                    Out::Column(i) => {
+                        let mut col = row.get(i).cloned().unwrap_or(Value::Array(vec![]));
+                        // The page query fetches one row more than the page, to know
+                        // whether another page exists.
+                        if let Value::Array(a) = &mut col {
+                            a.truncate(page);
+                        }
+                        col
+                    }
+                    Out::Scalar(i) => row.get(i).cloned().unwrap_or(Value::Null),
+                });
+            }
+            (entries, more)
+        }
+    };
     // With LIMIT 0 there is no page and no next page: a cursor for the same
     // offset would make a paginating client loop forever.
-    let more = plan
-        .count_col
-        .and_then(|c| row.get(c))
-        .and_then(Value::as_u64)
-        .is_some_and(|n| n > limit)
-        && limit > 0;
-    let mut entries = Vec::with_capacity(plan.shape.len());
-    for out in &plan.shape {
-        entries.push(match *out {
-            Out::Column(i) => {
-                let mut col = row.get(i).cloned().unwrap_or(Value::Array(vec![]));
-                // The page query fetches one row more than the page, to know
-                // whether another page exists.
-                if let Value::Array(a) = &mut col {
-                    a.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-                }
-                col
-            }
-            Out::Scalar(i) => row.get(i).cloned().unwrap_or(Value::Null),
-        });
-    }
+    let more = more && limit > 0;
     let result = if entries.len() == 1 { entries.pop().unwrap() } else { Value::Array(entries) };
     Ok(Outcome { result, next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
 }

@@ -1,8 +1,9 @@
 //! Named concepts a command must find. A full `{type, name}` in the
 //! mandatory pattern names one concept: when it does not exist, FIND answers
 //! `KIP_3002` (as the reference engines do, kip-conformance: "the deleted
-//! concept is gone"), and a KML command whose pattern matched nothing says
-//! which name was absent instead of reporting an empty success.
+//! concept is gone"; FIND's statement checks that itself, see
+//! `compile::find::Guard`), and a KML command whose pattern matched nothing
+//! says which name was absent instead of reporting an empty success.
 
 use super::collect;
 use super::registry;
@@ -31,16 +32,23 @@ fn first_missing(space: &Space, named: Vec<(String, String)>, access: Access) ->
     }))
 }
 
-/// FIND: every named concept of the mandatory pattern exists, or `KIP_3002`.
-pub fn require_named_concepts(space: &Space, clauses: &[WhereClause]) -> Result<(), KipError> {
-    match first_missing(space, collect::named_concepts(clauses), Access::ReadOnly)? {
-        None => Ok(()),
-        Some((t, n)) => Err(KipError::new(
-            ErrorCode::NotFound,
-            format!("concept {{type: {t:?}, name: {n:?}}} does not exist in this memory space"),
-        )
-        .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names.")),
-    }
+/// The position (from 1) of the first required element that does not
+/// exist: the named concepts `named` first, then the concept row ids `ids`.
+/// What a FIND whose page came back empty checks (`compile::find::Guard`).
+pub fn first_missing_position(space: &Space, named: &[(String, String)], ids: &[i64]) -> Result<Option<i64>, KipError> {
+    let (types, names): (Vec<String>, Vec<String>) = named.iter().cloned().unzip();
+    let position = spi::lookup_scalar(
+        "SELECT min(g.i) FROM (
+           SELECT x.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(t, n, i)
+           WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = x.t AND c.name = x.n)
+           UNION ALL
+           SELECT cardinality($2::text[]) + y.i FROM unnest($4::bigint[]) WITH ORDINALITY AS y(id, i)
+           WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = y.id AND c.space = $1)
+         ) AS g(i)",
+        &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names), SqlParam::IntArray(ids.to_vec())],
+        Access::ReadOnly,
+    )?;
+    Ok(position.as_i64())
 }
 
 /// UPDATE / DELETE / MERGE matched nothing: explain why when the pattern

@@ -18,7 +18,7 @@ pub mod identities;
 pub mod protection;
 pub mod registry;
 
-use crate::compile::env::{Facts, Limits};
+use crate::compile::env::{Facts, InStatement, Limits};
 use crate::exec::{spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::ast::WhereClause;
@@ -41,9 +41,23 @@ pub fn limits() -> Limits {
 /// An invalid literal regular expression is `KIP_1001` here, even when no
 /// row would reach the comparison.
 pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> Result<Facts, KipError> {
+    facts_of(space, clauses, access, None)
+}
+
+/// The facts of a FIND's WHERE block: as [`pattern_facts`], except that the
+/// named concepts and literal concept ids of its mandatory pattern are
+/// left for the FIND statement to verify itself (`InStatement`): a FIND
+/// anchored on a name or an id is then one statement, not a lookup and a
+/// statement.
+pub fn find_facts(space: &Space, clauses: &[WhereClause]) -> Result<Facts, KipError> {
+    let checks = InStatement { named_concepts: collect::named_concepts(clauses), concept_ids: true };
+    facts_of(space, clauses, Access::ReadOnly, Some(checks))
+}
+
+fn facts_of(space: &Space, clauses: &[WhereClause], access: Access, checks: Option<InStatement>) -> Result<Facts, KipError> {
     let literals = collect::pattern_literals(clauses)?;
     let mut facts = Facts::default();
-    if !literals.concept_ids.is_empty() {
+    if !literals.concept_ids.is_empty() && checks.as_ref().is_none_or(|c| !c.concept_ids) {
         let rows = spi::lookup(
             "SELECT id FROM kip.concepts WHERE space = $1 AND id = ANY($2::bigint[])",
             &[space.param(), SqlParam::IntArray(literals.concept_ids.clone())],
@@ -87,5 +101,6 @@ pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> 
             Access::ReadOnly,
         )?;
     }
+    facts.verified_in_statement = checks;
     Ok(facts)
 }

@@ -2,14 +2,16 @@
 //! facts `resolve` read before compilation: ids given literally in the
 //! mandatory pattern must exist (`KIP_3002` otherwise, as the fixtures
 //! require), and an unanchored `(?s, ?p, ?o)` scan is refused on large spaces
-//! (`KIP_4002`).
+//! (`KIP_4002`). A FIND leaves its literal concept ids to its own statement
+//! (`InStatement`): they are then recorded in `Cx::unverified_concept_ids`
+//! and checked by the guard column (`compile::find::Guard`).
 
 use super::scope::Cx;
 use crate::compile::ids::ElementKind;
 use crate::compile::ids;
 use kip_lang::{ErrorCode, KipError};
 
-fn not_found(what: &str, id: &str) -> KipError {
+pub(crate) fn not_found(what: &str, id: &str) -> KipError {
     KipError::new(ErrorCode::NotFound, format!("{what} {id:?} does not exist in this memory space"))
         .with_hint("The element may have been deleted or never created; use SEARCH or FIND to locate it.")
 }
@@ -60,6 +62,10 @@ fn concept_row(cx: &Cx, id: &str, n: Option<i64>) -> Result<i64, KipError> {
         return Ok(n.unwrap_or(NO_ELEMENT));
     }
     let Some(n) = n else { return Err(not_found("concept", id)) };
+    if cx.env.facts.verified_in_statement.as_ref().is_some_and(|v| v.concept_ids) {
+        cx.unverified_concept_ids.borrow_mut().push((n, id.to_string()));
+        return Ok(n);
+    }
     match cx.env.facts.concepts.get(&n) {
         Some(true) => Ok(n),
         Some(false) => Err(not_found("concept", id)),

@@ -39,13 +39,16 @@ pub(crate) struct Cx<'a> {
     /// `NOT` and `UNION`, where a dangling literal id matches nothing
     /// instead of being `KIP_3002`.
     pub mandatory: bool,
+    /// Literal concept ids of the mandatory pattern that the statement must
+    /// verify (`InStatement::concept_ids`): (row id, the id as written).
+    pub unverified_concept_ids: std::cell::RefCell<Vec<(i64, String)>>,
     next_alias: usize,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(env: Env<'a>, params: &'a mut Params) -> Cx<'a> {
         let space_sql = params.text(env.space);
-        Cx { env, space_sql, params, mandatory: true, next_alias: 0 }
+        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), next_alias: 0 }
     }
 
     /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
