@@ -20,11 +20,14 @@
 //!   One GIN lookup per word does both: it collects the ids it counts, and a
 //!   word that is not common has all its elements among them (WITH TYPE,
 //!   which the count does not apply, looks its candidates up separately);
-//! * for a frequent word (`FREQUENT_SHARE` of all rows), only when the
-//!   sources above found fewer than asked (and, in hybrid, for a one-word
-//!   term only): its first matches in a window of
-//!   `FREQUENT_WINDOW` × k elements of the space in name order. Any handful
-//!   of the thousands of elements containing it is as good as another;
+//! * for a common word, only when the sources above found fewer than asked
+//!   (and, in hybrid, for a one-word term only): its first matches in a
+//!   window of `FREQUENT_WINDOW` × k elements of the space in name order.
+//!   Any handful of the thousands of elements containing it is as good as
+//!   another. The window is bounded, so it is tried for every common word:
+//!   the statistics are the whole table's, and a word common in another
+//!   space may be rare in this one (then the window finds few and the
+//!   fallback below runs), or common here but under any table-wide share;
 //! * trigram sources, names containing the term (3+ characters) and the
 //!   names nearest to it (GiST KNN): always on a small database
 //!   (`FUZZY_ALWAYS_BELOW` concepts), else only as keyword mode's fallback
@@ -79,12 +82,9 @@ const DF_CAP: i64 = 200;
 /// `search_text`) put in at least this many rows is common without being
 /// counted: counting it would read a posting list of that size.
 const COMMON_ROWS: i64 = 2000;
-/// A word in at least this share of all elements (by the statistics) is
-/// frequent: its candidates are read by a short scan that stops at the
-/// first matches, not from its long posting list.
-const FREQUENT_SHARE: f64 = 0.02;
-/// A frequent word's matches are looked for among this many elements per
-/// hit asked.
+/// A common word's matches are looked for among this many elements per
+/// hit asked (a short scan that stops at the first matches, not its long
+/// posting list).
 const FREQUENT_WINDOW: i64 = 20;
 /// Below this many elements (all spaces), trigram matching always runs.
 const FUZZY_ALWAYS_BELOW: i64 = 20_000;
@@ -118,8 +118,7 @@ fn like_pattern(term: &str) -> String {
 /// The words of the term with their inverse document frequency over the
 /// space (`df` in `table`, `n` the table's size estimate), as CTEs `terms`,
 /// `stats` (the table's word statistics, bound as parameters), `df` (with
-/// `common`: the word brings no candidates of its own; `frequent`: it is in
-/// `FREQUENT_SHARE` of all rows) and `idf`.
+/// `common`: the word brings no candidates of its own) and `idf`.
 fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> Result<String, KipError> {
     let stats = word_stats::of(table, ctx.access)?;
     let space_x = space_filter("x", space);
@@ -141,8 +140,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
            FROM terms t, stats st
          ),
          df AS MATERIALIZED (
-           SELECT e.lexeme, e.tq, d.df, d.df >= {DF_CAP} AS common,
-                  e.rows / greatest((SELECT n FROM stats), 1) >= {FREQUENT_SHARE} AS frequent, l.ids
+           SELECT e.lexeme, e.tq, d.df, d.df >= {DF_CAP} AS common, l.ids
            FROM estimated e,
                 LATERAL (SELECT ARRAY(SELECT x.id FROM {table} x
                                       WHERE e.rows < {COMMON_ROWS} AND {space_x} AND x.search_text @@ e.tq
@@ -164,10 +162,10 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Role {
     /// Trigram sources also when the word sources found nothing for a short
-    /// term (a misspelt name); frequent words bring candidates whenever the
+    /// term (a misspelt name); common words bring candidates whenever the
     /// other sources found fewer than asked.
     Alone,
-    /// Trigram sources only on a small memory; frequent words bring
+    /// Trigram sources only on a small memory; common words bring
     /// candidates only for a one-word term ("hiking"), not for the filler
     /// words of a question ("a", "who").
     HybridHalf,
@@ -175,7 +173,7 @@ pub enum Role {
 
 /// Whether trigram matching runs: always on a small memory, else (as a
 /// fallback) only when the word sources found nothing (`primary_cand` and
-/// `frequent_cand` empty) for a short term. A trigram scan of a large table costs tens of
+/// `common_cand` empty) for a short term. A trigram scan of a large table costs tens of
 /// milliseconds when the term's trigrams are common, so there it is the
 /// fallback for a partial or misspelt name, not a routine source.
 ///
@@ -186,7 +184,7 @@ fn trigram_gate(term: &str, role: Role, rows: f64) -> Option<String> {
     let short_term = term.split_whitespace().count() <= FUZZY_MAX_WORDS;
     let fallback = match role {
         Role::Alone if short_term => {
-            "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM frequent_cand))"
+            "OR (NOT EXISTS (SELECT 1 FROM primary_cand) AND NOT EXISTS (SELECT 1 FROM common_cand))"
         }
         _ if rows >= FUZZY_ALWAYS_BELOW as f64 => return None,
         _ => "",
@@ -283,7 +281,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             ORDER BY {NAME_TRGM_KEY} {knn} lower({term}), c.id LIMIT 20)"
         ),
     };
-    let frequent_gate = match role {
+    let common_gate = match role {
         Role::Alone => "true",
         Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
     };
@@ -299,22 +297,22 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
            UNION
            {word_source}
          ),
-         -- A frequent word's candidates, only when the sources above found
+         -- A common word's candidates, only when the sources above found
          -- fewer than asked: the first matches in a bounded window of the
          -- space read in name order from the (space, name) btree, never the
          -- word's whole posting list (`IS TRUE` keeps the planner off GIN).
-         frequent_cand AS MATERIALIZED (
+         common_cand AS MATERIALIZED (
            SELECT x.id FROM df, LATERAL (
              SELECT w.id FROM (
                SELECT c.id, c.search_text FROM kip.concepts c
                WHERE c.space = {space} {type_filter} ORDER BY c.name LIMIT {window}) w
              WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
-           WHERE df.common AND df.frequent AND {frequent_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
+           WHERE df.common AND {common_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
          ),
          cand AS (
            SELECT id FROM primary_cand
            UNION
-           SELECT id FROM frequent_cand
+           SELECT id FROM common_cand
            {trigram_sources}
          ),
          docs AS MATERIALIZED (
