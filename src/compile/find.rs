@@ -204,6 +204,11 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
             )
         });
         let mut acc = SolutionAccess::new("d", &key_vars);
+        if q.order_by.is_empty() {
+            // The page is the first solutions in their natural order: only
+            // its rows need their element rows.
+            acc = acc.per_row();
+        }
         let mut select = Vec::new();
         let mut ncol = 0;
         for item in &items {
@@ -242,11 +247,22 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
                 })
             })
             .collect();
-        page = Some(Page {
-            sql: format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql()),
-            order,
-            columns,
-        });
+        let sql = if q.order_by.is_empty() {
+            // The natural order is d's own columns: the page is cut from d
+            // before any element row is read, so the rows an OFFSET skips
+            // cost an index entry each, not a lookup each.
+            let natural: Vec<String> =
+                std::iter::once("d.ord".to_string()).chain(key_vars.iter().map(|v| format!("d.{}", v.column))).collect();
+            format!(
+                "SELECT {} FROM (SELECT * FROM d ORDER BY {} LIMIT {lim} OFFSET {off}) d {} ORDER BY {order}",
+                select.join(", "),
+                order_clause(&[], &natural),
+                acc.joins_sql()
+            )
+        } else {
+            format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
+        };
+        page = Some(Page { sql, order, columns });
     } else if has_rows {
         page = Some(grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off)?);
     } else {

@@ -141,11 +141,27 @@ pub(crate) struct SolutionAccess {
     vars: Vec<VarBinding>,
     rows: HashMap<String, Row>,
     pub joins: Vec<String>,
+    /// Element rows are read by a primary-key lookup per solution row
+    /// ([`SolutionAccess::per_row`]) instead of a join the planner may turn
+    /// into a merge or hash join.
+    per_row: bool,
 }
 
 impl SolutionAccess {
     pub fn new(src: &str, vars: &[VarBinding]) -> SolutionAccess {
-        SolutionAccess { src: src.to_string(), vars: vars.to_vec(), rows: HashMap::new(), joins: Vec::new() }
+        SolutionAccess { src: src.to_string(), vars: vars.to_vec(), rows: HashMap::new(), joins: Vec::new(), per_row: false }
+    }
+
+    /// Element rows looked up per solution row (a LATERAL subquery with
+    /// `OFFSET 0`, which the planner cannot flatten into a join): for a
+    /// page whose rows are the first solutions in the order they stream,
+    /// only the rows that reach the page are read. As a plain join, the
+    /// generic plan (which assumes LIMIT `$n` keeps a tenth of the rows)
+    /// merge-joined a million-member type with the primary key from its
+    /// start: 12 ms for a page of ten.
+    pub fn per_row(mut self) -> SolutionAccess {
+        self.per_row = true;
+        self
     }
 
     pub fn column(&self, name: &str) -> Option<String> {
@@ -169,9 +185,17 @@ impl VarAccess for SolutionAccess {
         }
         let var = self.var(name)?;
         let space = cx.space_sql.clone();
+        let per_row = self.per_row;
         let mut join = |table: &str, prefix: &str| {
             let a = cx.alias(prefix);
-            self.joins.push(format!("LEFT JOIN kip.{table} {a} ON {a}.id = {} AND {a}.space = {space}", var.expr));
+            self.joins.push(if per_row {
+                format!(
+                    "LEFT JOIN LATERAL (SELECT * FROM kip.{table} r WHERE r.id = {} AND r.space = {space} OFFSET 0) {a} ON true",
+                    var.expr
+                )
+            } else {
+                format!("LEFT JOIN kip.{table} {a} ON {a}.id = {} AND {a}.space = {space}", var.expr)
+            });
             a
         };
         let row = match var.kind {

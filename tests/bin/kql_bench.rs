@@ -303,6 +303,7 @@ fn main() {
         "DESCRIBE PRIMER median {:.2?} (space {PRIMER_SPACE}: 6,000 concepts in 10 domains, 4 links each)",
         median(primer)
     );
+    large_type(&mut c);
     c.batch_execute(&format!("SET kip.space = '{SPACE}'")).unwrap();
     for case in CASES {
         let (kip_anchor, _) = anchor_values(&mut c, case.anchor, &anchor(5), 5);
@@ -311,3 +312,75 @@ fn main() {
         println!("\n===== kip_explain: {} =====\n{}", case.name, plan.split("-- plan\n").nth(1).unwrap_or(&plan));
     }
 }
+
+/// A type of a million members (space `kql_bench_million`, created on first
+/// run): the first page of `FIND … LIMIT 10`, and walks of every page of
+/// its first 10,000 and 100,000 members with CURSOR (1,000 rows a page).
+fn large_type(c: &mut Client) {
+    const LARGE: &str = "kql_bench_million";
+    const MEMBERS: i64 = 1_000_000;
+    let have: i64 =
+        c.query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'Item'", &[&LARGE]).unwrap().get(0);
+    if have < MEMBERS {
+        let t = Instant::now();
+        c.batch_execute(&format!(
+            "DELETE FROM kip.spaces WHERE name = '{LARGE}';
+             SELECT kip_create_space('{LARGE}');
+             INSERT INTO kip.concepts (space, type, name, attributes)
+               SELECT '{LARGE}', 'Item', 'item_' || g, jsonb_build_object('rank', g % 1000)
+               FROM generate_series(1, {MEMBERS}) g;
+             ANALYZE kip.concepts;"
+        ))
+        .unwrap();
+        println!("generated {MEMBERS} Items in {:.1?}", t.elapsed());
+    }
+    c.batch_execute(&format!("SET kip.space = '{LARGE}'")).unwrap();
+    let kip_stmt = c.prepare("SELECT kip_execute($1::text, $2::jsonb)").unwrap();
+    let sql = c
+        .prepare(
+            "SELECT coalesce(jsonb_agg(c.name ORDER BY c.id), '[]') FROM ( \
+               SELECT c.id, c.name FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Item' ORDER BY c.id LIMIT 10) c",
+        )
+        .unwrap();
+    let first_page = r#"FIND(?x.name) WHERE { ?x {type: "Item"} } LIMIT 10"#;
+    let (mut tk, mut ts) = (Vec::new(), Vec::new());
+    for i in 0..RUNS + 3 {
+        let t = Instant::now();
+        let out: Value = c.query_one(&kip_stmt, &[&first_page, &json!({})]).unwrap().get(0);
+        let dk = t.elapsed();
+        assert_eq!(out["result"].as_array().map(Vec::len), Some(10), "{out}");
+        let t = Instant::now();
+        c.query_one(&sql, &[&LARGE]).unwrap();
+        let ds = t.elapsed();
+        if i >= 3 {
+            tk.push(dk);
+            ts.push(ds);
+        }
+    }
+    let (mk, ms) = (median(tk), median(ts));
+    println!(
+        "\n`FIND(?x.name) WHERE {{ ?x {{type: \"Item\"}} }} LIMIT 10` over 1,000,000 Items: {mk:.2?} (hand-written SQL {ms:.2?}, {:.2}x)",
+        mk.as_secs_f64() / ms.as_secs_f64().max(1e-9)
+    );
+    for rows in [10_000usize, 100_000] {
+        let t = Instant::now();
+        let mut cursor: Option<String> = None;
+        let mut seen = 0;
+        while seen < rows {
+            let cmd = match &cursor {
+                None => r#"FIND(?x.name) WHERE { ?x {type: "Item"} } LIMIT 1000"#.to_string(),
+                Some(token) => format!(r#"FIND(?x.name) WHERE {{ ?x {{type: "Item"}} }} LIMIT 1000 CURSOR "{token}""#),
+            };
+            let out: Value = c.query_one(&kip_stmt, &[&cmd, &json!({})]).unwrap().get(0);
+            seen += out["result"].as_array().map_or(0, Vec::len);
+            cursor = out["next_cursor"].as_str().map(str::to_string);
+            assert!(cursor.is_some(), "{out}");
+        }
+        let d = t.elapsed();
+        println!(
+            "CURSOR walk of the first {rows} Items, 1,000 a page: {d:.2?} ({:.2} µs a row)",
+            d.as_secs_f64() * 1e6 / rows as f64
+        );
+    }
+}
+
