@@ -47,7 +47,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
     let facts = resolve::find_facts(&space, &q.where_clauses)?;
     let env = Env { space: space.name(), limits: resolve::limits(), facts: &facts };
     let limit = engine::find::page_size(opt_lit(&q.limit)?);
-    let plan = compile_find(q, env, limit, 0)?;
+    let plan = compile_find(q, env, limit, 0, None)?;
     let mut out = String::from("-- SQL\n");
     out.push_str(&plan.sql);
     out.push_str("\n-- parameters\n");

@@ -193,7 +193,7 @@ fn unusual_session_settings() {
     drugs(&mut c, 3);
     // Give the concepts their vectors, so that changing one below runs the
     // staleness trigger.
-    c.batch_execute("SELECT kip_embed_pending()").unwrap();
+    c.execute("SELECT kip_embed_pending(NULL, $1)", &[&space]).unwrap();
     c.batch_execute("SET search_path = ''; SET standard_conforming_strings = off").unwrap();
     let run = |c: &mut Client, q: &str, p: Value| -> Value {
         let out: Value = c.query_one("SELECT public.kip_execute($1::text, $2::jsonb)", &[&q, &p]).unwrap().get(0);

@@ -42,7 +42,14 @@ pub(crate) struct FindSql {
     pub layout: Layout,
     /// The existence checks the statement makes itself (`InStatement`).
     pub guard: Option<Guard>,
+    /// When the page streams in its natural order from distinct solutions:
+    /// the positions, in each row, of the ids the next page continues after
+    /// (`exec::cursor::Resume::after`).
+    pub keyset: Option<Vec<usize>>,
 }
+
+/// Keyset cursors carry at most this many ids (one per projected variable).
+const MAX_KEYSET_IDS: usize = 8;
 
 /// How the statement returns its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,9 +160,11 @@ fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
     }
 }
 
-/// Compile a FIND for the page `[offset, offset + limit)`; the SQL fetches
-/// one extra row so the caller knows whether more exist.
-pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> Result<FindSql, KipError> {
+/// Compile a FIND for the page `[offset, offset + limit)`, or, when `after`
+/// holds the last ids of the previous page and the page streams (see
+/// `FindSql::keyset`), for the `limit` rows after them; the SQL fetches one
+/// extra row so the caller knows whether more exist.
+pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, after: Option<&[i64]>) -> Result<FindSql, KipError> {
     let mut params = Params::new();
     let mut cx = Cx::new(env, &mut params);
     let rel = compile_block(&q.where_clauses, &Scope::default(), &mut cx, true)?;
@@ -174,6 +183,7 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
     let lim = cx.params.int(limit as i64 + 1);
     let off = cx.params.int(offset as i64);
     let mut page: Option<Page> = None;
+    let mut keyset: Option<Vec<usize>> = None;
 
     if has_rows && !grouped {
         // Solution dedup on the projected (and ordering) variables.
@@ -190,7 +200,8 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
         }
         let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| rel.vars.iter().find(|v| &v.name == k).cloned()).collect();
         let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
-        ctes.push(if solutions_are_distinct(&q.where_clauses, &keys) {
+        let distinct = solutions_are_distinct(&q.where_clauses, &keys);
+        ctes.push(if distinct {
             // No GROUP BY, which would read every solution before the first
             // row: the page can stream from an index in its order and stop
             // at LIMIT (`FIND(?x) WHERE { ?x {type: "T"} } LIMIT 10` over a
@@ -253,12 +264,24 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
             // cost an index entry each, not a lookup each.
             let natural: Vec<String> =
                 std::iter::once("d.ord".to_string()).chain(key_vars.iter().map(|v| format!("d.{}", v.column))).collect();
-            format!(
-                "SELECT {} FROM (SELECT * FROM d ORDER BY {} LIMIT {lim} OFFSET {off}) d {} ORDER BY {order}",
-                select.join(", "),
-                order_clause(&[], &natural),
-                acc.joins_sql()
-            )
+            // Streaming solutions (one branch, so `ord` is constant, and
+            // ids that are never null) continue after the previous page's
+            // last ids instead of skipping: keyset pagination.
+            let streams = distinct && !key_vars.is_empty() && key_vars.len() <= MAX_KEYSET_IDS;
+            if streams {
+                // Each row is the result columns, then (no ORDER BY keys
+                // here) the key ids `t0…`, then `ord`.
+                keyset = Some((0..key_vars.len()).map(|i| ncol + i).collect());
+            }
+            let window = match after {
+                Some(ids) if streams && ids.len() == key_vars.len() => {
+                    let columns: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
+                    let values: Vec<String> = ids.iter().map(|id| cx.params.int(*id)).collect();
+                    format!("WHERE ({}) > ({}) ORDER BY {} LIMIT {lim}", columns.join(", "), values.join(", "), order_clause(&[], &natural))
+                }
+                _ => format!("ORDER BY {} LIMIT {lim} OFFSET {off}", order_clause(&[], &natural)),
+            };
+            format!("SELECT {} FROM (SELECT * FROM d {window}) d {} ORDER BY {order}", select.join(", "), acc.joins_sql())
         } else {
             format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
         };
@@ -310,7 +333,8 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64) -> 
         }
     };
     drop(cx);
-    Ok(FindSql { sql, params, shape, layout, guard })
+    let keyset = keyset.filter(|_| layout == Layout::Rows);
+    Ok(FindSql { sql, params, shape, layout, guard, keyset })
 }
 
 /// Whether the solutions of `clauses` are already distinct on the variables

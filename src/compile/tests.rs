@@ -246,7 +246,7 @@ fn filter_errors() {
 
 fn find(text: &str, limit: u64, offset: u64) -> Result<super::find::FindSql, KipError> {
     let Command::Find(q) = command(text) else { unreachable!() };
-    compile_find(&q, env(&facts()), limit, offset)
+    compile_find(&q, env(&facts()), limit, offset, None)
 }
 
 #[test]
@@ -342,7 +342,7 @@ fn find_verifies_named_concepts_and_literal_ids_without_a_lookup() {
     let facts = Facts { verified_in_statement: Some(checks), ..Facts::default() };
     let compile = |text: &str| {
         let Command::Find(q) = command(text) else { unreachable!() };
-        compile_find(&q, env(&facts), 10, 0).unwrap()
+        compile_find(&q, env(&facts), 10, 0, None).unwrap()
     };
     let body = r#"WHERE { ?x {type: "Drug", name: "A"} ?y {id: "C:7"} OPTIONAL { ?z {id: "C:8"} } }"#;
 
@@ -374,6 +374,36 @@ fn find_verifies_named_concepts_and_literal_ids_without_a_lookup() {
     // Without in-statement checks the literal id comes from the facts, and
     // nothing is left to check.
     let Command::Find(q) = command(&format!("FIND(?y) {body}")) else { unreachable!() };
-    let plan = compile_find(&q, env(&Facts::default().with_concept(7)), 10, 0).unwrap();
+    let plan = compile_find(&q, env(&Facts::default().with_concept(7)), 10, 0, None).unwrap();
     assert!(plan.guard.is_none());
+}
+
+#[test]
+fn a_streaming_find_pages_by_keyset() {
+    let Command::Find(q) = command(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.name != "B") } LIMIT 10"#) else {
+        unreachable!()
+    };
+    // First page: the natural order, no dedup, cut before the element rows.
+    let first = compile_find(&q, env(&facts()), 10, 0, None).unwrap();
+    assert_eq!(first.keyset, Some(vec![1]), "{}", first.sql);
+    assert!(!first.sql.contains("GROUP BY"), "{}", first.sql);
+    assert!(first.sql.contains("(SELECT * FROM d ORDER BY d.ord ASC NULLS LAST, d.v_1 ASC NULLS LAST LIMIT"), "{}", first.sql);
+    assert!(first.sql.contains("LEFT JOIN LATERAL"), "{}", first.sql);
+    // Next page: after the last id, no OFFSET.
+    let next = compile_find(&q, env(&facts()), 10, 10, Some(&[42])).unwrap();
+    assert!(next.sql.contains("(SELECT * FROM d WHERE (d.v_1) > ($"), "{}", next.sql);
+    assert!(!next.sql.contains("OFFSET $"), "{}", next.sql);
+    assert!(next.params.values().contains(&SqlParam::Int(42)));
+
+    // Solutions that may repeat (a link clause), or an ORDER BY: offsets.
+    for text in [
+        r#"FIND(?x.name) WHERE { ?x {type: "Drug"} (?x, "treats", ?y) }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name"#,
+    ] {
+        let Command::Find(q) = command(text) else { unreachable!() };
+        let plan = compile_find(&q, env(&facts()), 10, 10, Some(&[42])).unwrap();
+        assert_eq!(plan.keyset, None, "{text}");
+        assert!(plan.sql.contains("OFFSET $"), "{text}: {}", plan.sql);
+        assert!(!plan.params.values().contains(&SqlParam::Int(42)), "{text}");
+    }
 }

@@ -137,7 +137,10 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
             'member_count', (SELECT count(*) FROM kip.propositions m WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id){keys})) AS summary \
           FROM kip.concepts d WHERE d.space = $1 AND d.type = 'Domain' ORDER BY d.name COLLATE \"C\" LIMIT $2) x"
     );
-    spi::query_scalar(
+    // The generic plan, kept per backend: planning this statement cost more
+    // than running it, and its good plan (index probes from the space's
+    // domains) does not depend on the values.
+    spi::lookup_scalar(
         &sql,
         &[
             ctx.space.param(),
@@ -152,14 +155,14 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
 }
 
 fn primer(ctx: &Ctx) -> Result<Outcome, KipError> {
-    let identity = spi::query_scalar(
+    let identity = spi::lookup_scalar(
         "SELECT jsonb_build_object('id', 'C:' || c.id, 'type', c.type, 'name', c.name) \
              || CASE WHEN c.attributes = '{}'::jsonb THEN '{}'::jsonb ELSE jsonb_build_object('attributes', c.attributes) END \
          FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Person' AND c.name = '$self'",
         &[ctx.space.param()],
         Access::ReadOnly,
     )?;
-    let total = spi::query_scalar(
+    let total = spi::lookup_scalar(
         "SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'Domain'",
         &[ctx.space.param()],
         Access::ReadOnly,

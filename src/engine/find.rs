@@ -33,12 +33,13 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     let facts = resolve::find_facts(&ctx.space, &q.where_clauses)?;
     let limit = page_size(opt_lit(&q.limit)?);
     let shape = cursor::query_shape(&ctx.space, &Command::Find(q.clone()));
-    let offset = match opt_lit(&q.cursor)? {
-        Some(token) => cursor::decode(&shape, &token)?,
-        None => 0,
+    let resume = match opt_lit(&q.cursor)? {
+        Some(token) => cursor::decode_resume(&shape, &token)?,
+        None => cursor::Resume::default(),
     };
+    let offset = resume.offset;
     let env = Env { space: ctx.space.name(), limits: resolve::limits(), facts: &facts };
-    let plan = compile_find(q, env, limit, offset)?;
+    let plan = compile_find(q, env, limit, offset, resume.after.as_deref())?;
     // The generic plan, planned once per statement shape: anchors, ids and
     // predicates are bound parameters whose values do not change the good
     // plan (index nested loops from the anchor), and re-planning a custom
@@ -46,6 +47,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // for 0.1-0.6 ms of execution; benches/KQL-BENCH.md).
     let rows = spi::query_planned(&plan.sql, plan.params.values(), Access::ReadOnly, spi::Planning::Generic)?;
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut last_ids: Option<Vec<i64>> = None;
     let (mut entries, more) = match plan.layout {
         Layout::Rows => {
             if rows.is_empty() {
@@ -59,6 +61,12 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
                 }
             }
             let more = rows.len() > page;
+            // The ids of the page's last row, where the next page starts
+            // when the page streams (keyset pagination).
+            last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
+                let last = rows.get(page - 1)?;
+                cols.iter().map(|&c| last.get(c).and_then(Value::as_i64)).collect::<Option<Vec<i64>>>()
+            });
             let entries = plan
                 .shape
                 .iter()
@@ -99,5 +107,6 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // offset would make a paginating client loop forever.
     let more = more && limit > 0;
     let result = if entries.len() == 1 { entries.pop().unwrap() } else { Value::Array(entries) };
-    Ok(Outcome { result, next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
+    let next_cursor = if more { cursor::encode_resume(&shape, offset.saturating_add(limit), last_ids.as_deref())? } else { None };
+    Ok(Outcome { result, next_cursor })
 }

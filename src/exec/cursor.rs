@@ -12,6 +12,12 @@
 //! Offsets are over the query's total order (ORDER BY keys, then branch and
 //! element ids), so pages neither repeat nor skip rows while the data does
 //! not change.
+//!
+//! A FIND page that streams in its natural order (`compile::find`) also
+//! carries the ids of its last row: `base64url("k2" ':' offset ':' ids ':'
+//! tag)`, the tag covering the ids too. The next page then starts after
+//! those ids (keyset pagination), so walking every page costs time linear
+//! in the rows, where an OFFSET re-reads every row before the page.
 
 use crate::space::Space;
 use kip_lang::ast::{Command, Script};
@@ -30,6 +36,16 @@ pub fn shape(space: &Space, text: &str) -> String {
 }
 
 const VERSION: &str = "k1";
+/// Tokens that also carry the last row's ids.
+const KEYSET_VERSION: &str = "k2";
+
+/// Where a page resumes: the offset, and the ids of the previous page's
+/// last row when the token carries them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Resume {
+    pub offset: u64,
+    pub after: Option<Vec<i64>>,
+}
 
 /// The SipHash key: this database's random cursor secret
 /// (`kip.instance_secrets`, created with the extension), read once per
@@ -79,6 +95,50 @@ fn tag(shape: &str, offset: u64) -> Result<u64, KipError> {
     Ok(h.finish())
 }
 
+fn keyset_tag(shape: &str, offset: u64, ids: &str) -> Result<u64, KipError> {
+    let (k0, k1) = key()?;
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
+    h.write(KEYSET_VERSION.as_bytes());
+    h.write(shape.as_bytes());
+    h.write_u64(offset);
+    h.write(ids.as_bytes());
+    Ok(h.finish())
+}
+
+fn ids_text(ids: &[i64]) -> String {
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// The token resuming `shape` at `offset`, after the row whose ids are
+/// `after` when given (see the module comment).
+pub fn encode_resume(shape: &str, offset: u64, after: Option<&[i64]>) -> Result<Option<String>, KipError> {
+    let Some(ids) = after else { return encode(shape, offset) };
+    if offset > MAX_OFFSET {
+        return Ok(None);
+    }
+    let ids = ids_text(ids);
+    let tag = keyset_tag(shape, offset, &ids)?;
+    Ok(Some(b64_encode(format!("{KEYSET_VERSION}:{offset}:{ids}:{tag:016x}").as_bytes())))
+}
+
+/// Where a token issued for `shape` resumes.
+pub fn decode_resume(shape: &str, token: &str) -> Result<Resume, KipError> {
+    let raw = b64_decode(token).ok_or_else(|| invalid(token))?;
+    let text = String::from_utf8(raw).map_err(|_| invalid(token))?;
+    if !text.starts_with(&format!("{KEYSET_VERSION}:")) {
+        return Ok(Resume { offset: decode(shape, token)?, after: None });
+    }
+    let parts: Vec<&str> = text.split(':').collect();
+    let [_, off, ids, t] = parts[..] else { return Err(invalid(token)) };
+    let offset: u64 = off.parse().map_err(|_| invalid(token))?;
+    if offset > MAX_OFFSET || t != format!("{:016x}", keyset_tag(shape, offset, ids)?) {
+        return Err(invalid(token));
+    }
+    let after = ids.split(',').map(str::parse).collect::<Result<Vec<i64>, _>>().map_err(|_| invalid(token))?;
+    Ok(Resume { offset, after: Some(after) })
+}
+
 /// The token resuming `shape` at `offset`; `None` when no valid token can
 /// express it (the offset is past [`MAX_OFFSET`]: there is no next page).
 pub fn encode(shape: &str, offset: u64) -> Result<Option<String>, KipError> {
@@ -124,7 +184,7 @@ fn b64_encode(bytes: &[u8]) -> String {
 }
 
 fn b64_decode(text: &str) -> Option<Vec<u8>> {
-    if text.is_empty() || text.len() % 4 == 1 || text.len() > 200 {
+    if text.is_empty() || text.len() % 4 == 1 || text.len() > 400 {
         return None;
     }
     let mut out = Vec::new();
