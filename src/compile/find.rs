@@ -215,9 +215,12 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
             )
         });
         let mut acc = SolutionAccess::new("d", &key_vars);
-        if q.order_by.is_empty() {
-            // The page is the first solutions in their natural order: only
-            // its rows need their element rows.
+        if q.order_by.is_empty() && distinct {
+            // The page streams: the first solutions in their natural order,
+            // possibly of millions, of which only the page's rows need their
+            // element rows. (Grouped solutions are few after an anchor, and
+            // a plain join is cheaper for them: 0.155 against 0.173 ms for
+            // a 1-hop FIND.)
             acc = acc.per_row();
         }
         let mut select = Vec::new();
