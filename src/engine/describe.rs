@@ -26,8 +26,10 @@ use serde_json::{json, Value};
 const PRIMER_DOMAINS: i64 = 200;
 const KEY_CONCEPTS: i64 = 10;
 /// Members of a domain (newest first) among which the primer picks the most
-/// connected as key concepts.
-const RECENT_MEMBERS: i64 = 50;
+/// connected as key concepts: each costs two index probes (its links as
+/// subject and as object), and 25 instead of 50 took the map of 14 domains
+/// from 7.5 to 5.0 ms.
+const RECENT_MEMBERS: i64 = 25;
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Describe(d) = command else {
