@@ -393,6 +393,19 @@ fn read_path_error_codes() {
     assert_eq!(code(&mut c, r#"FIND(?l) WHERE { ?l (id: "P:999999999:next") }"#), "KIP_3002");
     assert_eq!(code(&mut c, r#"FIND(?x) WHERE { (?x, "next", "C:999999999") }"#), "KIP_3002");
     assert_eq!(code(&mut c, r#"DESCRIBE CONCEPT TYPE "NoSuchType""#), "KIP_3002");
+    // A missing named concept or id of the mandatory pattern, whether the
+    // result is rows (checked when the page is empty) or one row of
+    // aggregations (checked by the statement's guard column); an existing
+    // one that matches nothing is an empty answer.
+    for cmd in [
+        r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
+        r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
+        r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "E0"} ?z {id: "C:999999999"} (?x, "next", ?y) }"#,
+    ] {
+        assert_eq!(err_code(&kip(&mut c, cmd, json!({}))), "KIP_3002", "{cmd}");
+    }
+    assert_eq!(find(&mut c, r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "E6"} (?x, "next", ?y) }"#), json!([]));
+    assert_eq!(find(&mut c, r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "E6"} (?x, "next", ?y) }"#), json!(0));
     // KIP_4002: hop bounds beyond kip.max_hops, an open walk that would go
     // deeper, and an unanchored scan of a large space.
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?a {name: "E0"} (?a, "next"{1,50}, ?x) }"#), "KIP_4002");

@@ -79,7 +79,8 @@ struct Page {
 /// named concepts, then its literal concept ids in the order the pattern
 /// names them. When one is missing the pattern has no solution, so:
 /// * with `Layout::Rows`, a non-empty page proves them all; the engine
-///   checks them (`position`, one lookup) only when the page is empty;
+///   checks them ([`Guard::standalone`], one lookup) only when the page is
+///   empty;
 /// * with `Layout::OneRow`, the statement's guard column `col` holds the
 ///   position (from 1) of the first missing one, or NULL.
 ///
@@ -111,20 +112,20 @@ pub(crate) fn missing_named_concept(type_name: &str, name: &str) -> KipError {
         .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names.")
 }
 
-/// The guard column's SQL (see [`Guard`]).
-fn guard_sql(cx: &mut Cx, named: &[(String, String)], concept_ids: &[(i64, String)]) -> String {
+/// The guard's SQL (see [`Guard`]): a scalar subquery with its values
+/// bound into `params`, `space` the placeholder of the space name.
+fn guard_sql(params: &mut Params, space: &str, named: &[(String, String)], concept_ids: &[(i64, String)]) -> String {
     let mut parts = Vec::new();
-    let space = cx.space_sql.clone();
     if !named.is_empty() {
-        let types = cx.params.push(SqlParam::TextArray(named.iter().map(|(t, _)| t.clone()).collect()));
-        let names = cx.params.push(SqlParam::TextArray(named.iter().map(|(_, n)| n.clone()).collect()));
+        let types = params.push(SqlParam::TextArray(named.iter().map(|(t, _)| t.clone()).collect()));
+        let names = params.push(SqlParam::TextArray(named.iter().map(|(_, n)| n.clone()).collect()));
         parts.push(format!(
             "SELECT x.i FROM unnest({types}::text[], {names}::text[]) WITH ORDINALITY AS x(t, n, i)
              WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = {space} AND c.type = x.t AND c.name = x.n)"
         ));
     }
     if !concept_ids.is_empty() {
-        let ids = cx.params.push(SqlParam::IntArray(concept_ids.iter().map(|(n, _)| *n).collect()));
+        let ids = params.push(SqlParam::IntArray(concept_ids.iter().map(|(n, _)| *n).collect()));
         parts.push(format!(
             "SELECT {} + y.i FROM unnest({ids}::bigint[]) WITH ORDINALITY AS y(id, i)
              WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = y.id AND c.space = {space})",
@@ -132,6 +133,18 @@ fn guard_sql(cx: &mut Cx, named: &[(String, String)], concept_ids: &[(i64, Strin
         ));
     }
     format!("(SELECT min(g.i) FROM ({}) AS g(i))", parts.join(" UNION ALL "))
+}
+
+impl Guard {
+    /// The guard as a statement of its own, returning the position of the
+    /// first missing element (or NULL): what the engine runs when a `Rows`
+    /// page comes back empty.
+    pub fn standalone(&self, space: &str) -> (String, Params) {
+        let mut params = Params::new();
+        let space = params.text(space);
+        let sql = format!("SELECT {}", guard_sql(&mut params, &space, &self.named, &self.concept_ids));
+        (sql, params)
+    }
 }
 
 struct SortKey {
@@ -329,7 +342,8 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
                 outputs.len() - 1
             });
             if let Some(g) = guard.as_mut() {
-                outputs.push(guard_sql(&mut cx, &g.named, &g.concept_ids));
+                let space = cx.space_sql.clone();
+                outputs.push(guard_sql(cx.params, &space, &g.named, &g.concept_ids));
                 g.col = Some(outputs.len() - 1);
             }
             (format!("WITH {} SELECT {}", ctes.join(", "), outputs.join(", ")), Layout::OneRow { count_col })

@@ -352,6 +352,12 @@ fn find_verifies_named_concepts_and_literal_ids_without_a_lookup() {
     let guard = plan.guard.as_ref().expect("required elements");
     assert_eq!(guard.col, None);
     assert!(!plan.sql.contains("WITH ORDINALITY"), "{}", plan.sql);
+    // The lookup the engine runs when the page is empty.
+    let (sql, params) = guard.standalone("s");
+    assert!(sql.starts_with("SELECT (SELECT min(g.i) FROM (SELECT x.i FROM unnest($2::text[], $3::text[])"), "{sql}");
+    assert!(sql.contains("1 + y.i FROM unnest($4::bigint[])"), "{sql}");
+    assert_eq!(params.values()[0], SqlParam::Text("s".into()));
+    assert_eq!(params.values()[3], SqlParam::IntArray(vec![7]));
     // Only the mandatory id is required: C:8 sits in OPTIONAL.
     assert_eq!(guard.concept_ids, vec![(7, "C:7".to_string())]);
     assert!(guard.failure(None).is_none());

@@ -7,7 +7,7 @@ use crate::compile::env::Env;
 use crate::compile::find::{compile_find, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::exec::{cursor, spi, Access, Ctx};
-use crate::resolve::{self, identities};
+use crate::resolve;
 use kip_lang::ast::{Command, FindQuery};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::Value;
@@ -53,9 +53,9 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
             if rows.is_empty() {
                 // An empty page: a required element may be missing.
                 if let Some(guard) = &plan.guard {
-                    let ids: Vec<i64> = guard.concept_ids.iter().map(|(id, _)| *id).collect();
-                    let position = identities::first_missing_position(&ctx.space, &guard.named, &ids)?;
-                    if let Some(missing) = guard.failure(position.map(Value::from).as_ref()) {
+                    let (sql, params) = guard.standalone(ctx.space.name());
+                    let position = spi::lookup_scalar(&sql, params.values(), Access::ReadOnly)?;
+                    if let Some(missing) = guard.failure(Some(&position)) {
                         return Err(missing);
                     }
                 }

@@ -85,25 +85,27 @@ fn legacy_key() -> (u64, u64) {
 /// OFFSET must never overflow.
 const MAX_OFFSET: u64 = i64::MAX as u64 / 2;
 
-fn tag(shape: &str, offset: u64) -> Result<u64, KipError> {
+/// The keyed SipHash of a token's version, shape and offset, and of `ids`
+/// (the last row's ids) when the token carries them.
+fn signed(version: &str, shape: &str, offset: u64, ids: Option<&str>) -> Result<u64, KipError> {
     let (k0, k1) = key()?;
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
-    h.write(VERSION.as_bytes());
+    h.write(version.as_bytes());
     h.write(shape.as_bytes());
     h.write_u64(offset);
+    if let Some(ids) = ids {
+        h.write(ids.as_bytes());
+    }
     Ok(h.finish())
 }
 
+fn tag(shape: &str, offset: u64) -> Result<u64, KipError> {
+    signed(VERSION, shape, offset, None)
+}
+
 fn keyset_tag(shape: &str, offset: u64, ids: &str) -> Result<u64, KipError> {
-    let (k0, k1) = key()?;
-    #[allow(deprecated)]
-    let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
-    h.write(KEYSET_VERSION.as_bytes());
-    h.write(shape.as_bytes());
-    h.write_u64(offset);
-    h.write(ids.as_bytes());
-    Ok(h.finish())
+    signed(KEYSET_VERSION, shape, offset, Some(ids))
 }
 
 fn ids_text(ids: &[i64]) -> String {

@@ -32,25 +32,6 @@ fn first_missing(space: &Space, named: Vec<(String, String)>, access: Access) ->
     }))
 }
 
-/// The position (from 1) of the first required element that does not
-/// exist: the named concepts `named` first, then the concept row ids `ids`.
-/// What a FIND whose page came back empty checks (`compile::find::Guard`).
-pub fn first_missing_position(space: &Space, named: &[(String, String)], ids: &[i64]) -> Result<Option<i64>, KipError> {
-    let (types, names): (Vec<String>, Vec<String>) = named.iter().cloned().unzip();
-    let position = spi::lookup_scalar(
-        "SELECT min(g.i) FROM (
-           SELECT x.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(t, n, i)
-           WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = x.t AND c.name = x.n)
-           UNION ALL
-           SELECT cardinality($2::text[]) + y.i FROM unnest($4::bigint[]) WITH ORDINALITY AS y(id, i)
-           WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = y.id AND c.space = $1)
-         ) AS g(i)",
-        &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names), SqlParam::IntArray(ids.to_vec())],
-        Access::ReadOnly,
-    )?;
-    Ok(position.as_i64())
-}
-
 /// UPDATE / DELETE / MERGE matched nothing: explain why when the pattern
 /// names something absent. An unregistered type or predicate is `KIP_2001`
 /// (with a "did you mean" hint); a named concept that does not exist is
