@@ -195,115 +195,11 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     let has_rows = items.iter().any(|i| matches!(i, Item::Column(_) | Item::Agg { grouped: true, .. }));
     let lim = cx.params.int(limit as i64 + 1);
     let off = cx.params.int(offset as i64);
-    let mut page: Option<Page> = None;
-    let mut keyset: Option<Vec<usize>> = None;
-
-    if has_rows && !grouped {
-        // Solution dedup on the projected (and ordering) variables.
-        let mut keys: Vec<String> = projection::plain_vars(&items);
-        for k in &q.order_by {
-            if let Projection::Path(p) = &k.expr {
-                if !keys.contains(&p.var) {
-                    keys.push(p.var.clone());
-                }
-            } else {
-                return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY an aggregation needs a grouped FIND")
-                    .with_hint("Order by an aggregation only together with the plain expressions it is grouped by."));
-            }
-        }
-        let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| rel.vars.iter().find(|v| &v.name == k).cloned()).collect();
-        let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
-        let distinct = solutions_are_distinct(&q.where_clauses, &keys);
-        ctes.push(if distinct {
-            // No GROUP BY, which would read every solution before the first
-            // row: the page can stream from an index in its order and stop
-            // at LIMIT (`FIND(?x) WHERE { ?x {type: "T"} } LIMIT 10` over a
-            // type of a million members reads about ten index entries).
-            format!("d AS (SELECT {}s.ord AS ord FROM s)", cols.iter().map(|c| format!("{c}, ")).collect::<String>())
-        } else {
-            format!(
-                "d AS (SELECT {}min(s.ord) AS ord FROM s{})",
-                cols.iter().map(|c| format!("{c}, ")).collect::<String>(),
-                if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
-            )
-        });
-        let mut acc = SolutionAccess::new("d", &key_vars);
-        if q.order_by.is_empty() && distinct {
-            // The page streams: the first solutions in their natural order,
-            // possibly of millions, of which only the page's rows need their
-            // element rows. (Grouped solutions are few after an anchor, and
-            // a plain join is cheaper for them: 0.155 against 0.173 ms for
-            // a 1-hop FIND.)
-            acc = acc.per_row();
-        }
-        let mut select = Vec::new();
-        let mut ncol = 0;
-        for item in &items {
-            if let Item::Column(paths) = item {
-                let vals = paths.iter().map(|p| path_json(&mut acc, &mut cx, p)).collect::<Result<Vec<_>, _>>()?;
-                let v = if vals.len() == 1 { vals[0].clone() } else { format!("jsonb_build_array({})", vals.join(", ")) };
-                ncol += 1;
-                select.push(format!("{v} AS j{ncol}"));
-            }
-        }
-        let mut sort = Vec::new();
-        for (i, k) in q.order_by.iter().enumerate() {
-            if let Projection::Path(p) = &k.expr {
-                let exprs = path_sort(&mut acc, &mut cx, p)?;
-                let names: Vec<String> = exprs.iter().enumerate().map(|(j, _)| format!("k{i}_{j}")).collect();
-                for (e, n) in exprs.iter().zip(&names) {
-                    select.push(format!("{e} AS {n}"));
-                }
-                sort.push(SortKey { exprs: names, desc: k.direction == SortDirection::Desc });
-            }
-        }
-        let mut tail = vec!["ord".to_string()];
-        for (i, v) in key_vars.iter().enumerate() {
-            select.push(format!("d.{} AS t{i}", v.column));
-            tail.push(format!("t{i}"));
-        }
-        select.push("d.ord AS ord".into());
-        let order = order_clause(&sort, &tail);
-        let mut c = 0;
-        let columns = items
-            .iter()
-            .map(|item| {
-                matches!(item, Item::Column(_)).then(|| {
-                    c += 1;
-                    format!("j{c}")
-                })
-            })
-            .collect();
-        let sql = if q.order_by.is_empty() {
-            // The natural order is d's own columns: the page is cut from d
-            // before any element row is read, so the rows an OFFSET skips
-            // cost an index entry each, not a lookup each.
-            let natural: Vec<String> =
-                std::iter::once("d.ord".to_string()).chain(key_vars.iter().map(|v| format!("d.{}", v.column))).collect();
-            // Streaming solutions (one branch, so `ord` is constant, and
-            // ids that are never null) continue after the previous page's
-            // last ids instead of skipping: keyset pagination.
-            let streams = distinct && !key_vars.is_empty() && key_vars.len() <= MAX_KEYSET_IDS;
-            if streams {
-                // Each row is the result columns, then (no ORDER BY keys
-                // here) the key ids `t0…`, then `ord`.
-                keyset = Some((0..key_vars.len()).map(|i| ncol + i).collect());
-            }
-            let window = match after {
-                Some(ids) if streams && ids.len() == key_vars.len() => {
-                    let columns: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
-                    let values: Vec<String> = ids.iter().map(|id| cx.params.int(*id)).collect();
-                    format!("WHERE ({}) > ({}) ORDER BY {} LIMIT {lim}", columns.join(", "), values.join(", "), order_clause(&[], &natural))
-                }
-                _ => format!("ORDER BY {} LIMIT {lim} OFFSET {off}", order_clause(&[], &natural)),
-            };
-            format!("SELECT {} FROM (SELECT * FROM d {window}) d {} ORDER BY {order}", select.join(", "), acc.joins_sql())
-        } else {
-            format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
-        };
-        page = Some(Page { sql, order, columns });
+    let (page, keyset) = if has_rows && !grouped {
+        let (page, keyset) = plain_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off, after)?;
+        (Some(page), keyset)
     } else if has_rows {
-        page = Some(grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off)?);
+        (Some(grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off)?), None)
     } else {
         for item in &items {
             if let Item::Agg { agg, .. } = item {
@@ -311,7 +207,8 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
                 shape.push(Out::Scalar(outputs.len() - 1));
             }
         }
-    }
+        (None, None)
+    };
     let named = cx.env.facts.verified_in_statement.as_ref().map(|v| v.named_concepts.clone()).unwrap_or_default();
     let concept_ids = cx.unverified_concept_ids.take();
     let mut guard = (!named.is_empty() || !concept_ids.is_empty()).then(|| Guard { col: None, named, concept_ids });
@@ -352,6 +249,127 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     drop(cx);
     let keyset = keyset.filter(|_| layout == Layout::Rows);
     Ok(FindSql { sql, params, shape, layout, guard, keyset })
+}
+
+/// The page of a FIND without grouped aggregations: solutions deduplicated
+/// on the projected and ordering variables (`d`), unless they are distinct
+/// already, then ordered and cut. Also the positions of the keyset ids in
+/// each row when the page streams (see `FindSql::keyset`).
+#[allow(clippy::too_many_arguments)]
+fn plain_plan(
+    cx: &mut Cx,
+    vars: &[VarBinding],
+    q: &FindQuery,
+    items: &[Item],
+    ctes: &mut Vec<String>,
+    lim: &str,
+    off: &str,
+    after: Option<&[i64]>,
+) -> Result<(Page, Option<Vec<usize>>), KipError> {
+    let mut keyset = None;
+    // Solution dedup on the projected (and ordering) variables.
+    let mut keys: Vec<String> = projection::plain_vars(items);
+    for k in &q.order_by {
+        if let Projection::Path(p) = &k.expr {
+            if !keys.contains(&p.var) {
+                keys.push(p.var.clone());
+            }
+        } else {
+            return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY an aggregation needs a grouped FIND")
+                .with_hint("Order by an aggregation only together with the plain expressions it is grouped by."));
+        }
+    }
+    let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| vars.iter().find(|v| &v.name == k).cloned()).collect();
+    let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
+    let distinct = solutions_are_distinct(&q.where_clauses, &keys);
+    ctes.push(if distinct {
+        // No GROUP BY, which would read every solution before the first
+        // row: the page can stream from an index in its order and stop
+        // at LIMIT (`FIND(?x) WHERE { ?x {type: "T"} } LIMIT 10` over a
+        // type of a million members reads about ten index entries).
+        format!("d AS (SELECT {}s.ord AS ord FROM s)", cols.iter().map(|c| format!("{c}, ")).collect::<String>())
+    } else {
+        format!(
+            "d AS (SELECT {}min(s.ord) AS ord FROM s{})",
+            cols.iter().map(|c| format!("{c}, ")).collect::<String>(),
+            if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
+        )
+    });
+    let mut acc = SolutionAccess::new("d", &key_vars);
+    if q.order_by.is_empty() && distinct {
+        // The page streams: the first solutions in their natural order,
+        // possibly of millions, of which only the page's rows need their
+        // element rows. (Grouped solutions are few after an anchor, and
+        // a plain join is cheaper for them: 0.155 against 0.173 ms for
+        // a 1-hop FIND.)
+        acc = acc.per_row();
+    }
+    let mut select = Vec::new();
+    let mut ncol = 0;
+    for item in items {
+        if let Item::Column(paths) = item {
+            let vals = paths.iter().map(|p| path_json(&mut acc, cx, p)).collect::<Result<Vec<_>, _>>()?;
+            let v = if vals.len() == 1 { vals[0].clone() } else { format!("jsonb_build_array({})", vals.join(", ")) };
+            ncol += 1;
+            select.push(format!("{v} AS j{ncol}"));
+        }
+    }
+    let mut sort = Vec::new();
+    for (i, k) in q.order_by.iter().enumerate() {
+        if let Projection::Path(p) = &k.expr {
+            let exprs = path_sort(&mut acc, cx, p)?;
+            let names: Vec<String> = exprs.iter().enumerate().map(|(j, _)| format!("k{i}_{j}")).collect();
+            for (e, n) in exprs.iter().zip(&names) {
+                select.push(format!("{e} AS {n}"));
+            }
+            sort.push(SortKey { exprs: names, desc: k.direction == SortDirection::Desc });
+        }
+    }
+    let mut tail = vec!["ord".to_string()];
+    for (i, v) in key_vars.iter().enumerate() {
+        select.push(format!("d.{} AS t{i}", v.column));
+        tail.push(format!("t{i}"));
+    }
+    select.push("d.ord AS ord".into());
+    let order = order_clause(&sort, &tail);
+    let mut c = 0;
+    let columns = items
+        .iter()
+        .map(|item| {
+            matches!(item, Item::Column(_)).then(|| {
+                c += 1;
+                format!("j{c}")
+            })
+        })
+        .collect();
+    let sql = if q.order_by.is_empty() {
+        // The natural order is d's own columns: the page is cut from d
+        // before any element row is read, so the rows an OFFSET skips
+        // cost an index entry each, not a lookup each.
+        let natural: Vec<String> =
+            std::iter::once("d.ord".to_string()).chain(key_vars.iter().map(|v| format!("d.{}", v.column))).collect();
+        // Streaming solutions (one branch, so `ord` is constant, and
+        // ids that are never null) continue after the previous page's
+        // last ids instead of skipping: keyset pagination.
+        let streams = distinct && !key_vars.is_empty() && key_vars.len() <= MAX_KEYSET_IDS;
+        if streams {
+            // Each row is the result columns, then (no ORDER BY keys
+            // here) the key ids `t0…`, then `ord`.
+            keyset = Some((0..key_vars.len()).map(|i| ncol + i).collect());
+        }
+        let window = match after {
+            Some(ids) if streams && ids.len() == key_vars.len() => {
+                let columns: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
+                let values: Vec<String> = ids.iter().map(|id| cx.params.int(*id)).collect();
+                format!("WHERE ({}) > ({}) ORDER BY {} LIMIT {lim}", columns.join(", "), values.join(", "), order_clause(&[], &natural))
+            }
+            _ => format!("ORDER BY {} LIMIT {lim} OFFSET {off}", order_clause(&[], &natural)),
+        };
+        format!("SELECT {} FROM (SELECT * FROM d {window}) d {} ORDER BY {order}", select.join(", "), acc.joins_sql())
+    } else {
+        format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
+    };
+    Ok((Page { sql, order, columns }, keyset))
 }
 
 /// Whether the solutions of `clauses` are already distinct on the variables

@@ -1,10 +1,11 @@
-//! Execution of FIND: resolve the pattern's literals and named concepts,
-//! compile to one SQL statement, run it read-only, shape the columnar
-//! result, and issue `next_cursor` when more rows exist.
+//! Execution of FIND: resolve what the compiler needs, compile to one SQL
+//! statement, run it read-only, shape the columnar result from its rows
+//! (`Layout`), and issue `next_cursor` when more rows exist: an offset, or,
+//! for a page that streams, the last row's ids.
 
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
-use crate::compile::find::{compile_find, Layout, Out};
+use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::exec::{cursor, spi, Access, Ctx};
 use crate::resolve;
@@ -47,61 +48,9 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // for 0.1-0.6 ms of execution; benches/KQL-BENCH.md).
     let rows = spi::query_planned(&plan.sql, plan.params.values(), Access::ReadOnly, spi::Planning::Generic)?;
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut last_ids: Option<Vec<i64>> = None;
-    let (mut entries, more) = match plan.layout {
-        Layout::Rows => {
-            if rows.is_empty() {
-                // An empty page: a required element may be missing.
-                if let Some(guard) = &plan.guard {
-                    let (sql, params) = guard.standalone(ctx.space.name());
-                    let position = spi::lookup_scalar(&sql, params.values(), Access::ReadOnly)?;
-                    if let Some(missing) = guard.failure(Some(&position)) {
-                        return Err(missing);
-                    }
-                }
-            }
-            let more = rows.len() > page;
-            // The ids of the page's last row, where the next page starts
-            // when the page streams (keyset pagination).
-            last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
-                let last = rows.get(page - 1)?;
-                cols.iter().map(|&c| last.get(c).and_then(Value::as_i64)).collect::<Option<Vec<i64>>>()
-            });
-            let entries = plan
-                .shape
-                .iter()
-                .map(|out| {
-                    let i = match *out {
-                        Out::Column(i) | Out::Scalar(i) => i,
-                    };
-                    Value::Array(rows.iter().take(page).map(|r| r.get(i).cloned().unwrap_or(Value::Null)).collect())
-                })
-                .collect::<Vec<_>>();
-            (entries, more)
-        }
-        Layout::OneRow { count_col } => {
-            let row = rows.into_iter().next().unwrap_or_default();
-            if let Some(missing) = plan.guard.as_ref().and_then(|g| g.failure(g.col.and_then(|c| row.get(c)))) {
-                return Err(missing);
-            }
-            let more = count_col.and_then(|c| row.get(c)).and_then(Value::as_u64).is_some_and(|n| n > limit);
-            let mut entries = Vec::with_capacity(plan.shape.len());
-            for out in &plan.shape {
-                entries.push(match *out {
-                    Out::Column(i) => {
-                        let mut col = row.get(i).cloned().unwrap_or(Value::Array(vec![]));
-                        // The page query fetches one row more than the page, to know
-                        // whether another page exists.
-                        if let Value::Array(a) = &mut col {
-                            a.truncate(page);
-                        }
-                        col
-                    }
-                    Out::Scalar(i) => row.get(i).cloned().unwrap_or(Value::Null),
-                });
-            }
-            (entries, more)
-        }
+    let Page { mut entries, more, last_ids } = match plan.layout {
+        Layout::Rows => rows_page(&plan, rows, page, ctx)?,
+        Layout::OneRow { count_col } => one_row_page(&plan, rows, page, count_col)?,
     };
     // With LIMIT 0 there is no page and no next page: a cursor for the same
     // offset would make a paginating client loop forever.
@@ -109,4 +58,68 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     let result = if entries.len() == 1 { entries.pop().unwrap() } else { Value::Array(entries) };
     let next_cursor = if more { cursor::encode_resume(&shape, offset.saturating_add(limit), last_ids.as_deref())? } else { None };
     Ok(Outcome { result, next_cursor })
+}
+
+/// A FIND's answer: the result's entries (one per FIND expression), whether
+/// another page exists, and the ids of the page's last row when the next
+/// page continues after them (keyset pagination).
+struct Page {
+    entries: Vec<Value>,
+    more: bool,
+    last_ids: Option<Vec<i64>>,
+}
+
+/// `Layout::Rows`: up to `page + 1` rows, the columnar entries assembled
+/// here. An empty page is where a missing required element shows: the
+/// guard's lookup tells "nothing matched" from `KIP_3002`.
+fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> Result<Page, KipError> {
+    if rows.is_empty() {
+        if let Some(guard) = &plan.guard {
+            let (sql, params) = guard.standalone(ctx.space.name());
+            let position = spi::lookup_scalar(&sql, params.values(), Access::ReadOnly)?;
+            if let Some(missing) = guard.failure(Some(&position)) {
+                return Err(missing);
+            }
+        }
+    }
+    let more = rows.len() > page;
+    let last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
+        let last = rows.get(page - 1)?;
+        cols.iter().map(|&c| last.get(c).and_then(Value::as_i64)).collect::<Option<Vec<i64>>>()
+    });
+    let entries = plan
+        .shape
+        .iter()
+        .map(|out| {
+            let (Out::Column(i) | Out::Scalar(i)) = *out;
+            Value::Array(rows.iter().take(page).map(|r| r.get(i).cloned().unwrap_or(Value::Null)).collect())
+        })
+        .collect();
+    Ok(Page { entries, more, last_ids })
+}
+
+/// `Layout::OneRow`: one row of jsonb arrays (one more entry than the page,
+/// to tell whether another page exists), scalars, the page's count and the
+/// guard column.
+fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: Option<usize>) -> Result<Page, KipError> {
+    let row = rows.into_iter().next().unwrap_or_default();
+    if let Some(missing) = plan.guard.as_ref().and_then(|g| g.failure(g.col.and_then(|c| row.get(c)))) {
+        return Err(missing);
+    }
+    let more = count_col.and_then(|c| row.get(c)).and_then(Value::as_u64).is_some_and(|n| n > page as u64);
+    let entries = plan
+        .shape
+        .iter()
+        .map(|out| match *out {
+            Out::Column(i) => {
+                let mut col = row.get(i).cloned().unwrap_or(Value::Array(vec![]));
+                if let Value::Array(a) = &mut col {
+                    a.truncate(page);
+                }
+                col
+            }
+            Out::Scalar(i) => row.get(i).cloned().unwrap_or(Value::Null),
+        })
+        .collect();
+    Ok(Page { entries, more, last_ids: None })
 }
