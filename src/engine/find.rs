@@ -33,9 +33,11 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // the guard column tells which one is missing (`compile::find::Guard`).
     let facts = resolve::find_facts(&ctx.space, &q.where_clauses)?;
     let limit = page_size(opt_lit(&q.limit)?);
-    let shape = cursor::query_shape(&ctx.space, &Command::Find(q.clone()));
+    // The cursor shape (the canonical text of the query) is printed only
+    // when a token is read or issued: most FINDs need neither.
+    let shape = || cursor::query_shape(&ctx.space, &Command::Find(q.clone()));
     let resume = match opt_lit(&q.cursor)? {
-        Some(token) => cursor::decode_resume(&shape, &token)?,
+        Some(token) => cursor::decode_resume(&shape(), &token)?,
         None => cursor::Resume::default(),
     };
     let offset = resume.offset;
@@ -56,7 +58,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // offset would make a paginating client loop forever.
     let more = more && limit > 0;
     let result = if entries.len() == 1 { entries.pop().unwrap() } else { Value::Array(entries) };
-    let next_cursor = if more { cursor::encode_resume(&shape, offset.saturating_add(limit), last_ids.as_deref())? } else { None };
+    let next_cursor = if more { cursor::encode_resume(&shape(), offset.saturating_add(limit), last_ids.as_deref())? } else { None };
     Ok(Outcome { result, next_cursor })
 }
 
