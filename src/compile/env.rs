@@ -61,12 +61,10 @@ pub struct Facts {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InStatement {
     /// The `{type, name}` identities of the mandatory pattern, in order:
-    /// each must name a concept of the space.
+    /// each must name a concept of the space. The literal concept ids
+    /// (`C:<n>`) of the mandatory pattern are verified too: they are assumed
+    /// to exist while compiling (`facts.concepts` is then empty).
     pub named_concepts: Vec<(String, String)>,
-    /// Literal concept ids (`C:<n>`) of the mandatory pattern are assumed to
-    /// exist while compiling and verified by the statement (`facts.concepts`
-    /// is then empty).
-    pub concept_ids: bool,
 }
 
 #[cfg(test)]

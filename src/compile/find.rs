@@ -104,10 +104,20 @@ impl Guard {
             None => self.concept_ids.get(i - self.named.len()).map(|(_, id)| ground::not_found("concept", id)),
         }
     }
+
+    /// The guard as a statement of its own, returning the position of the
+    /// first missing element (or NULL): what the engine runs when a `Rows`
+    /// page comes back empty.
+    pub fn standalone(&self, space: &str) -> (String, Params) {
+        let mut params = Params::new();
+        let space = params.text(space);
+        let sql = format!("SELECT {}", guard_sql(&mut params, &space, &self.named, &self.concept_ids));
+        (sql, params)
+    }
 }
 
 /// A `{type, name}` of FIND's mandatory pattern that names no concept.
-pub(crate) fn missing_named_concept(type_name: &str, name: &str) -> KipError {
+fn missing_named_concept(type_name: &str, name: &str) -> KipError {
     KipError::new(ErrorCode::NotFound, format!("concept {{type: {type_name:?}, name: {name:?}}} does not exist in this memory space"))
         .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names.")
 }
@@ -135,17 +145,6 @@ fn guard_sql(params: &mut Params, space: &str, named: &[(String, String)], conce
     format!("(SELECT min(g.i) FROM ({}) AS g(i))", parts.join(" UNION ALL "))
 }
 
-impl Guard {
-    /// The guard as a statement of its own, returning the position of the
-    /// first missing element (or NULL): what the engine runs when a `Rows`
-    /// page comes back empty.
-    pub fn standalone(&self, space: &str) -> (String, Params) {
-        let mut params = Params::new();
-        let space = params.text(space);
-        let sql = format!("SELECT {}", guard_sql(&mut params, &space, &self.named, &self.concept_ids));
-        (sql, params)
-    }
-}
 
 struct SortKey {
     exprs: Vec<String>,
@@ -346,8 +345,8 @@ fn plain_plan(
         // The natural order is d's own columns: the page is cut from d
         // before any element row is read, so the rows an OFFSET skips
         // cost an index entry each, not a lookup each.
-        let natural: Vec<String> =
-            std::iter::once("d.ord".to_string()).chain(key_vars.iter().map(|v| format!("d.{}", v.column))).collect();
+        let key_ids: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
+        let natural = order_clause(&[], &[vec!["d.ord".to_string()], key_ids.clone()].concat());
         // Streaming solutions (one branch, so `ord` is constant, and
         // ids that are never null) continue after the previous page's
         // last ids instead of skipping: keyset pagination.
@@ -359,11 +358,10 @@ fn plain_plan(
         }
         let window = match after {
             Some(ids) if streams && ids.len() == key_vars.len() => {
-                let columns: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
                 let values: Vec<String> = ids.iter().map(|id| cx.params.int(*id)).collect();
-                format!("WHERE ({}) > ({}) ORDER BY {} LIMIT {lim}", columns.join(", "), values.join(", "), order_clause(&[], &natural))
+                format!("WHERE ({}) > ({}) ORDER BY {natural} LIMIT {lim}", key_ids.join(", "), values.join(", "))
             }
-            _ => format!("ORDER BY {} LIMIT {lim} OFFSET {off}", order_clause(&[], &natural)),
+            _ => format!("ORDER BY {natural} LIMIT {lim} OFFSET {off}"),
         };
         format!("SELECT {} FROM (SELECT * FROM d {window}) d {} ORDER BY {order}", select.join(", "), acc.joins_sql())
     } else {

@@ -337,7 +337,7 @@ fn export_page() {
 fn find_verifies_named_concepts_and_literal_ids_without_a_lookup() {
     use super::env::InStatement;
     use super::find::Layout;
-    let checks = InStatement { named_concepts: vec![("Drug".into(), "A".into())], concept_ids: true };
+    let checks = InStatement { named_concepts: vec![("Drug".into(), "A".into())] };
     // No fact about C:7: without the checks it would be unresolved.
     let facts = Facts { verified_in_statement: Some(checks), ..Facts::default() };
     let compile = |text: &str| {

@@ -50,7 +50,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // for 0.1-0.6 ms of execution; benches/KQL-BENCH.md).
     let rows = spi::query_planned(&plan.sql, plan.params.values(), Access::ReadOnly, spi::Planning::Generic)?;
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
-    let Page { mut entries, more, last_ids } = match plan.layout {
+    let Answer { mut entries, more, last_ids } = match plan.layout {
         Layout::Rows => rows_page(&plan, rows, page, ctx)?,
         Layout::OneRow { count_col } => one_row_page(&plan, rows, page, count_col)?,
     };
@@ -65,7 +65,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
 /// A FIND's answer: the result's entries (one per FIND expression), whether
 /// another page exists, and the ids of the page's last row when the next
 /// page continues after them (keyset pagination).
-struct Page {
+struct Answer {
     entries: Vec<Value>,
     more: bool,
     last_ids: Option<Vec<i64>>,
@@ -74,7 +74,7 @@ struct Page {
 /// `Layout::Rows`: up to `page + 1` rows, the columnar entries assembled
 /// here. An empty page is where a missing required element shows: the
 /// guard's lookup tells "nothing matched" from `KIP_3002`.
-fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> Result<Page, KipError> {
+fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
     if rows.is_empty() {
         if let Some(guard) = &plan.guard {
             let (sql, params) = guard.standalone(ctx.space.name());
@@ -97,13 +97,13 @@ fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> R
             Value::Array(rows.iter().take(page).map(|r| r.get(i).cloned().unwrap_or(Value::Null)).collect())
         })
         .collect();
-    Ok(Page { entries, more, last_ids })
+    Ok(Answer { entries, more, last_ids })
 }
 
 /// `Layout::OneRow`: one row of jsonb arrays (one more entry than the page,
 /// to tell whether another page exists), scalars, the page's count and the
 /// guard column.
-fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: Option<usize>) -> Result<Page, KipError> {
+fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: Option<usize>) -> Result<Answer, KipError> {
     let row = rows.into_iter().next().unwrap_or_default();
     if let Some(missing) = plan.guard.as_ref().and_then(|g| g.failure(g.col.and_then(|c| row.get(c)))) {
         return Err(missing);
@@ -123,5 +123,5 @@ fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: O
             Out::Scalar(i) => row.get(i).cloned().unwrap_or(Value::Null),
         })
         .collect();
-    Ok(Page { entries, more, last_ids: None })
+    Ok(Answer { entries, more, last_ids: None })
 }

@@ -85,9 +85,9 @@ fn legacy_key() -> (u64, u64) {
 /// OFFSET must never overflow.
 const MAX_OFFSET: u64 = i64::MAX as u64 / 2;
 
-/// The keyed SipHash of a token's version, shape and offset, and of `ids`
-/// (the last row's ids) when the token carries them.
-fn signed(version: &str, shape: &str, offset: u64, ids: Option<&str>) -> Result<u64, KipError> {
+/// The keyed SipHash of a token's version, shape, offset and, for keyset
+/// tokens, the last row's ids (as written in the token).
+fn tag(version: &str, shape: &str, offset: u64, ids: Option<&str>) -> Result<String, KipError> {
     let (k0, k1) = key()?;
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new_with_keys(k0, k1);
@@ -97,57 +97,29 @@ fn signed(version: &str, shape: &str, offset: u64, ids: Option<&str>) -> Result<
     if let Some(ids) = ids {
         h.write(ids.as_bytes());
     }
-    Ok(h.finish())
-}
-
-fn tag(shape: &str, offset: u64) -> Result<u64, KipError> {
-    signed(VERSION, shape, offset, None)
-}
-
-fn keyset_tag(shape: &str, offset: u64, ids: &str) -> Result<u64, KipError> {
-    signed(KEYSET_VERSION, shape, offset, Some(ids))
-}
-
-fn ids_text(ids: &[i64]) -> String {
-    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-}
-
-/// The token resuming `shape` at `offset`, after the row whose ids are
-/// `after` when given (see the module comment).
-pub fn encode_resume(shape: &str, offset: u64, after: Option<&[i64]>) -> Result<Option<String>, KipError> {
-    let Some(ids) = after else { return encode(shape, offset) };
-    if offset > MAX_OFFSET {
-        return Ok(None);
-    }
-    let ids = ids_text(ids);
-    let tag = keyset_tag(shape, offset, &ids)?;
-    Ok(Some(b64_encode(format!("{KEYSET_VERSION}:{offset}:{ids}:{tag:016x}").as_bytes())))
-}
-
-/// Where a token issued for `shape` resumes.
-pub fn decode_resume(shape: &str, token: &str) -> Result<Resume, KipError> {
-    let raw = b64_decode(token).ok_or_else(|| invalid(token))?;
-    let text = String::from_utf8(raw).map_err(|_| invalid(token))?;
-    if !text.starts_with(&format!("{KEYSET_VERSION}:")) {
-        return Ok(Resume { offset: decode(shape, token)?, after: None });
-    }
-    let parts: Vec<&str> = text.split(':').collect();
-    let [_, off, ids, t] = parts[..] else { return Err(invalid(token)) };
-    let offset: u64 = off.parse().map_err(|_| invalid(token))?;
-    if offset > MAX_OFFSET || t != format!("{:016x}", keyset_tag(shape, offset, ids)?) {
-        return Err(invalid(token));
-    }
-    let after = ids.split(',').map(str::parse).collect::<Result<Vec<i64>, _>>().map_err(|_| invalid(token))?;
-    Ok(Resume { offset, after: Some(after) })
+    Ok(format!("{:016x}", h.finish()))
 }
 
 /// The token resuming `shape` at `offset`; `None` when no valid token can
 /// express it (the offset is past [`MAX_OFFSET`]: there is no next page).
 pub fn encode(shape: &str, offset: u64) -> Result<Option<String>, KipError> {
+    encode_resume(shape, offset, None)
+}
+
+/// [`encode`], resuming after the row whose ids are `after` when given (a
+/// keyset token, see the module comment).
+pub fn encode_resume(shape: &str, offset: u64, after: Option<&[i64]>) -> Result<Option<String>, KipError> {
     if offset > MAX_OFFSET {
         return Ok(None);
     }
-    Ok(Some(b64_encode(format!("{VERSION}:{offset}:{:016x}", tag(shape, offset)?).as_bytes())))
+    let text = match after {
+        None => format!("{VERSION}:{offset}:{}", tag(VERSION, shape, offset, None)?),
+        Some(ids) => {
+            let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+            format!("{KEYSET_VERSION}:{offset}:{ids}:{}", tag(KEYSET_VERSION, shape, offset, Some(&ids))?)
+        }
+    };
+    Ok(Some(b64_encode(text.as_bytes())))
 }
 
 fn invalid(token: &str) -> KipError {
@@ -158,17 +130,29 @@ fn invalid(token: &str) -> KipError {
 
 /// The offset a token resumes at, if it was issued for `shape`.
 pub fn decode(shape: &str, token: &str) -> Result<u64, KipError> {
+    Ok(decode_resume(shape, token)?.offset)
+}
+
+/// Where a token issued for `shape` resumes: its offset, and the last row's
+/// ids of a keyset token.
+pub fn decode_resume(shape: &str, token: &str) -> Result<Resume, KipError> {
     let raw = b64_decode(token).ok_or_else(|| invalid(token))?;
     let text = String::from_utf8(raw).map_err(|_| invalid(token))?;
-    let mut parts = text.split(':');
-    let (Some(v), Some(off), Some(t), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-        return Err(invalid(token));
+    let parts: Vec<&str> = text.split(':').collect();
+    let (version, off, ids, t) = match parts[..] {
+        [v, off, t] if v == VERSION => (v, off, None, t),
+        [v, off, ids, t] if v == KEYSET_VERSION => (v, off, Some(ids), t),
+        _ => return Err(invalid(token)),
     };
     let offset: u64 = off.parse().map_err(|_| invalid(token))?;
-    if offset > MAX_OFFSET || v != VERSION || t != format!("{:016x}", tag(shape, offset)?) {
+    if offset > MAX_OFFSET || t != tag(version, shape, offset, ids)? {
         return Err(invalid(token));
     }
-    Ok(offset)
+    let after = match ids {
+        None => None,
+        Some(ids) => Some(ids.split(',').map(str::parse).collect::<Result<Vec<i64>, _>>().map_err(|_| invalid(token))?),
+    };
+    Ok(Resume { offset, after })
 }
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -7,29 +7,22 @@
 
 use super::collect;
 use super::registry;
-use crate::exec::{spi, Access, SqlParam};
+use crate::compile::find::Guard;
+use crate::exec::{spi, Access};
 use crate::space::Space;
 use kip_lang::ast::WhereClause;
 use kip_lang::{ErrorCode, KipError};
-use serde_json::Value;
 
-/// The first of `named` (in order) that names no concept, with one query.
+/// The first of `named` (in order) that names no concept, with one query:
+/// the check a FIND makes (`compile::find::Guard`), run on its own.
 fn first_missing(space: &Space, named: Vec<(String, String)>, access: Access) -> Result<Option<(String, String)>, KipError> {
     if named.is_empty() {
         return Ok(None);
     }
-    let (types, names): (Vec<String>, Vec<String>) = named.into_iter().unzip();
-    let missing = spi::lookup(
-        "SELECT x.t, x.n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(t, n, i) \
-         WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = x.t AND c.name = x.n) \
-         ORDER BY x.i LIMIT 1",
-        &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
-        access,
-    )?;
-    Ok(missing.first().map(|row| {
-        let text = |i: usize| row.get(i).and_then(Value::as_str).unwrap_or_default().to_string();
-        (text(0), text(1))
-    }))
+    let guard = Guard { col: None, named, concept_ids: Vec::new() };
+    let (sql, params) = guard.standalone(space.name());
+    let position = spi::lookup_scalar(&sql, params.values(), access)?;
+    Ok(position.as_u64().and_then(|i| guard.named.get(usize::try_from(i).ok()?.checked_sub(1)?).cloned()))
 }
 
 /// UPDATE / DELETE / MERGE matched nothing: explain why when the pattern

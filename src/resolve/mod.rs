@@ -50,14 +50,14 @@ pub fn pattern_facts(space: &Space, clauses: &[WhereClause], access: Access) -> 
 /// anchored on a name or an id is then one statement, not a lookup and a
 /// statement.
 pub fn find_facts(space: &Space, clauses: &[WhereClause]) -> Result<Facts, KipError> {
-    let checks = InStatement { named_concepts: collect::named_concepts(clauses), concept_ids: true };
+    let checks = InStatement { named_concepts: collect::named_concepts(clauses) };
     facts_of(space, clauses, Access::ReadOnly, Some(checks))
 }
 
 fn facts_of(space: &Space, clauses: &[WhereClause], access: Access, checks: Option<InStatement>) -> Result<Facts, KipError> {
     let literals = collect::pattern_literals(clauses)?;
     let mut facts = Facts::default();
-    if !literals.concept_ids.is_empty() && checks.as_ref().is_none_or(|c| !c.concept_ids) {
+    if !literals.concept_ids.is_empty() && checks.is_none() {
         let rows = spi::lookup(
             "SELECT id FROM kip.concepts WHERE space = $1 AND id = ANY($2::bigint[])",
             &[space.param(), SqlParam::IntArray(literals.concept_ids.clone())],

@@ -22,7 +22,7 @@
 //!   which the count does not apply, looks its candidates up separately);
 //! * for a common word, only when the sources above found fewer than asked
 //!   (and, in hybrid, for a one-word term only): its first matches in a
-//!   window of `FREQUENT_WINDOW` × k elements of the space in name order.
+//!   window of `COMMON_WINDOW` × k elements of the space in name order.
 //!   Any handful of the thousands of elements containing it is as good as
 //!   another. The window is bounded, so it is tried for every common word:
 //!   the statistics are the whole table's, and a word common in another
@@ -85,7 +85,7 @@ const COMMON_ROWS: i64 = 2000;
 /// A common word's matches are looked for among this many elements per
 /// hit asked (a short scan that stops at the first matches, not its long
 /// posting list).
-const FREQUENT_WINDOW: i64 = 20;
+const COMMON_WINDOW: i64 = 20;
 /// Below this many elements (all spaces), trigram matching always runs.
 const FUZZY_ALWAYS_BELOW: i64 = 20_000;
 /// Above `FUZZY_ALWAYS_BELOW`, typo matching is tried for terms of at most
@@ -255,7 +255,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     };
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
-    let window = params.int(k.max(1) * FREQUENT_WINDOW);
+    let window = params.int(k.max(1) * COMMON_WINDOW);
     let like = like_pattern(&term);
     let lower_like = like_pattern(&format!("lower({term})"));
     let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;

@@ -40,7 +40,7 @@ pub(crate) struct Cx<'a> {
     /// instead of being `KIP_3002`.
     pub mandatory: bool,
     /// Literal concept ids of the mandatory pattern that the statement must
-    /// verify (`InStatement::concept_ids`): (row id, the id as written).
+    /// verify (`Facts::verified_in_statement`): (row id, the id as written).
     pub unverified_concept_ids: std::cell::RefCell<Vec<(i64, String)>>,
     next_alias: usize,
 }
