@@ -2,8 +2,8 @@
 //! WHERE block goes through the shared pattern compiler (`compile::pattern`),
 //! and the distinct elements bound to the target variable come back as
 //! `(id, type, name)` rows (type and name are NULL for propositions; the
-//! protection rules need them for concepts), in id order; and the pair of
-//! concepts MERGE joins.
+//! protection rules need them for concepts), which `kml_bulk` wraps into
+//! the command's one statement; and the pair of concepts MERGE joins.
 
 use super::env::Env;
 use super::pattern::{compile_pattern, VarKind};
@@ -19,6 +19,7 @@ pub struct TargetsSql {
 }
 
 /// The distinct elements bound to `?var` by `clauses`, at most `limit`.
+/// The space is the first parameter, `$1` (the pattern pushes it first).
 pub fn targets_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>) -> Result<TargetsSql, KipError> {
     let mut params = Params::new();
     let pattern = compile_pattern(clauses, env, &mut params)?;
@@ -36,7 +37,7 @@ pub fn targets_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u
     };
     let sql = format!(
         "SELECT t.id, c.type, c.name FROM (SELECT DISTINCT m.{col} AS id FROM ({pattern}) m WHERE m.{col} IS NOT NULL{limit_sql}) t \
-         LEFT JOIN kip.concepts c ON c.id = t.id ORDER BY t.id",
+         LEFT JOIN kip.concepts c ON c.id = t.id",
         col = binding.column,
         pattern = pattern.sql,
     );

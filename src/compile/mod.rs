@@ -6,6 +6,7 @@ pub mod export;
 pub mod bound;
 pub mod env;
 pub mod ids;
+pub mod kml_bulk;
 pub mod kml_match;
 pub mod kml_update;
 

@@ -5,6 +5,7 @@
 use super::env::{Env, Facts, Limits};
 use super::export::page_sql;
 use super::find::compile_find;
+use super::kml_bulk::{bulk_sql, BulkAction};
 use super::kml_match::{pair_sql, targets_sql};
 use super::pattern::compile_pattern;
 use super::{Params, SqlParam};
@@ -304,11 +305,33 @@ fn update_and_delete_targets() {
     let t = targets_sql(&clauses, env(&f), "x", Some(5)).unwrap();
     assert_eq!(
         t.sql,
-        "SELECT t.id, c.type, c.name FROM (SELECT DISTINCT m.v_1 AS id FROM (SELECT DISTINCT s.v_1 FROM (SELECT c1.id AS v_1 FROM kip.concepts c1 WHERE c1.space = $1::text AND c1.type = $2::text AND c1.name = $3::text) s) m WHERE m.v_1 IS NOT NULL LIMIT $4::bigint) t LEFT JOIN kip.concepts c ON c.id = t.id ORDER BY t.id"
+        "SELECT t.id, c.type, c.name FROM (SELECT DISTINCT m.v_1 AS id FROM (SELECT DISTINCT s.v_1 FROM (SELECT c1.id AS v_1 FROM kip.concepts c1 WHERE c1.space = $1::text AND c1.type = $2::text AND c1.name = $3::text) s) m WHERE m.v_1 IS NOT NULL LIMIT $4::bigint) t LEFT JOIN kip.concepts c ON c.id = t.id"
     );
     assert_eq!(t.params.values(), [text(SPACE), text("Drug"), text("A"), SqlParam::Int(5)]);
     let clauses = kml_clauses(r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Drug"} }"#);
     assert_eq!(targets_sql(&clauses, env(&f), "y", None).unwrap_err().code, ErrorCode::ReferenceError);
+}
+
+#[test]
+fn update_and_delete_are_one_statement_guarded_by_the_refusal() {
+    let f = facts();
+    let refusal = "SELECT 2 AS reason, t.id, t.type, t.name FROM t WHERE t.name = 'x'";
+    let clauses = kml_clauses(r#"UPDATE ?x SET ATTRIBUTES { level: 2 } WHERE { ?x {type: "Drug"} }"#);
+    let action = BulkAction::Update { attributes: None, metadata: None };
+    let b = bulk_sql(&clauses, env(&f), "x", None, refusal, action).unwrap();
+    assert!(b.sql.starts_with("WITH t AS MATERIALIZED (SELECT t.id, c.type, c.name FROM "), "{}", b.sql);
+    assert!(b.sql.contains(&format!("refusal AS MATERIALIZED ({refusal})")), "{}", b.sql);
+    // Both rewrites wait for the refusal check, and the space is $1.
+    assert_eq!(b.sql.matches("FROM t, allowed WHERE allowed.ok AND x.id = t.id").count(), 2, "{}", b.sql);
+    assert_eq!(b.params.values()[0], text(SPACE));
+    let clauses = kml_clauses(r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Drug"} }"#);
+    let b = bulk_sql(&clauses, env(&f), "x", None, refusal, BulkAction::DeleteConcepts).unwrap();
+    assert!(b.sql.starts_with("WITH RECURSIVE t AS MATERIALIZED ("), "{}", b.sql);
+    assert!(b.sql.contains("gone AS (DELETE FROM kip.concepts x USING t, allowed WHERE allowed.ok"), "{}", b.sql);
+    let keys = BulkAction::DeleteKeys { keys: vec!["k".into()], metadata: true };
+    let b = bulk_sql(&clauses, env(&f), "x", None, refusal, keys).unwrap();
+    assert!(b.sql.contains("SET metadata = x.metadata - $"), "{}", b.sql);
+    assert_eq!(b.params.values().last(), Some(&SqlParam::TextArray(vec!["k".into()])));
 }
 
 #[test]

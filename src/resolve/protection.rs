@@ -121,29 +121,21 @@ fn structure_concept_sql(alias: &str) -> String {
 }
 
 /// The anchoring links among `ids` (`belongs_to_domain` links from
-/// protected structure to `CoreSchema`): (link id, subject type, subject
-/// name). With `writing`, only the links that writing those attributes and
-/// metadata would change.
-fn anchoring_links(space: &Space, ids: &[i64], writing: Option<(&Map<String, Value>, &Map<String, Value>)>) -> Result<Vec<(i64, String, String)>, KipError> {
+/// protected structure to `CoreSchema`) that writing `attrs` and `meta`
+/// would change: (link id, subject type, subject name).
+fn anchoring_links(space: &Space, ids: &[i64], attrs: &Map<String, Value>, meta: &Map<String, Value>) -> Result<Vec<(i64, String, String)>, KipError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut params = vec![space.param(), SqlParam::IntArray(ids.to_vec())];
-    let changing = match writing {
-        Some((attrs, meta)) => {
-            params.push(SqlParam::Json(Value::Object(attrs.clone())));
-            params.push(SqlParam::Json(Value::Object(meta.clone())));
-            format!(" AND {}", changes_sql("p", "$3", "$4"))
-        }
-        None => String::new(),
-    };
+    let params = [space.param(), SqlParam::IntArray(ids.to_vec()), json(attrs), json(meta)];
     let sql = format!(
         "SELECT p.id, s.type, s.name FROM kip.propositions p \
            JOIN kip.concepts s ON s.id = p.subject_concept \
            JOIN kip.concepts o ON o.id = p.object_concept \
           WHERE p.space = $1 AND p.id = ANY($2) AND p.predicate = '{BELONGS_TO_DOMAIN}' \
-            AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {}{changing} ORDER BY p.id",
-        structure_concept_sql("s")
+            AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {} AND {} ORDER BY p.id",
+        structure_concept_sql("s"),
+        changes_sql("p", "$3", "$4")
     );
     let rows = spi::query(&sql, &params, Access::ReadWrite)?;
     Ok(rows
@@ -153,14 +145,6 @@ fn anchoring_links(space: &Space, ids: &[i64], writing: Option<(&Map<String, Val
             (r.first().and_then(Value::as_i64).unwrap_or_default(), text(1), text(2))
         })
         .collect())
-}
-
-/// KIP_3004 when `links` holds a link anchoring protected structure.
-pub fn refuse_anchoring_links(space: &Space, links: &[i64], action: &str) -> Result<(), KipError> {
-    match anchoring_links(space, links, None)?.into_iter().next() {
-        None => Ok(()),
-        Some((id, t, n)) => Err(anchoring_refused(action, id, &t, &n)),
-    }
 }
 
 fn anchoring_refused(action: &str, id: i64, type_name: &str, name: &str) -> KipError {
@@ -250,10 +234,98 @@ pub fn check_link_patch(space: &Space, id: i64, attrs: &Map<String, Value>, meta
     if attrs.is_empty() && meta.is_empty() {
         return Ok(());
     }
-    if let Some((_, t, n)) = anchoring_links(space, &[id], Some((attrs, meta)))?.into_iter().next() {
+    if let Some((_, t, n)) = anchoring_links(space, &[id], attrs, meta)?.into_iter().next() {
         return Err(anchoring_refused("modify", id, &t, &n));
     }
     Ok(())
+}
+
+/// Which targets a bulk command (UPDATE, DELETE) may not touch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BulkRules {
+    /// Concepts are the wrong kind of target (DELETE PROPOSITIONS).
+    pub no_concepts: bool,
+    /// Links are the wrong kind of target (DELETE CONCEPT).
+    pub no_links: bool,
+    /// Structure nodes are refused (every bulk command but DELETE PROPOSITIONS).
+    pub structure: bool,
+    /// The system actors are refused outright (DELETE CONCEPT).
+    pub system_actors: bool,
+    /// The system actors are refused because the command writes or removes
+    /// their `core_directives`.
+    pub directives: bool,
+    /// Links anchoring protected structure in `CoreSchema` are refused.
+    pub anchoring: bool,
+}
+
+/// Why a bulk command refused a target (the first column of [`refusal_sql`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    WrongKind = 1,
+    Protected = 2,
+    Directives = 3,
+    Anchoring = 4,
+}
+
+impl Refusal {
+    pub fn from_code(code: i64) -> Option<Refusal> {
+        [Refusal::WrongKind, Refusal::Protected, Refusal::Directives, Refusal::Anchoring].into_iter().find(|r| *r as i64 == code)
+    }
+
+    /// The KIP_3004 error for a refused target (not for `WrongKind`, whose
+    /// message depends on the command). `identity` is the concept's type
+    /// and name; for `Anchoring`, the anchored concept's.
+    pub fn error(self, action: &str, id: i64, type_name: &str, name: &str) -> KipError {
+        match self {
+            Refusal::Directives => directives_refused(name),
+            Refusal::Anchoring => anchoring_refused(action, id, type_name, name),
+            Refusal::WrongKind | Refusal::Protected => refused(action, type_name, name),
+        }
+    }
+}
+
+/// A query over the bulk command's target CTE `t(id, type, name)` (type
+/// NULL for links) returning the first target `rules` refuse, as one row
+/// `(reason, id, type, name)`: the wrong kind first, then protected nodes,
+/// then anchoring links, each in id order. `space` is the placeholder of
+/// the space name. Only this module's constants reach the SQL text.
+pub fn refusal_sql(rules: BulkRules, space: &str) -> String {
+    let mut parts = Vec::new();
+    let actors = SYSTEM_ACTORS.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
+    let system_actor = format!("t.type = 'Person' AND t.name IN ({actors})");
+    if rules.no_concepts {
+        parts.push("SELECT 1, t.id, t.type, t.name FROM t WHERE t.type IS NOT NULL".to_string());
+    }
+    if rules.no_links {
+        parts.push("SELECT 1, t.id, t.type, t.name FROM t WHERE t.type IS NULL".to_string());
+    }
+    if rules.structure {
+        parts.push(format!("SELECT 2, t.id, t.type, t.name FROM t WHERE {}", structure_concept_sql("t")));
+    }
+    if rules.system_actors {
+        parts.push(format!("SELECT 2, t.id, t.type, t.name FROM t WHERE {system_actor}"));
+    } else if rules.directives {
+        parts.push(format!("SELECT 3, t.id, t.type, t.name FROM t WHERE {system_actor}"));
+    }
+    if rules.anchoring {
+        // Driven from the few links filed under CoreSchema, probed against
+        // the targets: a handful of rows, whatever the number of targets.
+        parts.push(format!(
+            "SELECT 4, p.id, s.type, s.name FROM kip.concepts o \
+               JOIN kip.propositions p ON p.object_concept = o.id AND p.predicate = '{BELONGS_TO_DOMAIN}' \
+               JOIN kip.concepts s ON s.id = p.subject_concept \
+              WHERE o.space = {space} AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {} \
+                AND p.id IN (SELECT t.id FROM t WHERE t.type IS NULL)",
+            structure_concept_sql("s")
+        ));
+    }
+    if parts.is_empty() {
+        return "SELECT NULL::int AS reason, NULL::bigint AS id, NULL::text AS type, NULL::text AS name WHERE false".to_string();
+    }
+    format!(
+        "SELECT r.reason, r.id, r.type, r.name FROM ({}) r(reason, id, type, name) ORDER BY CASE r.reason WHEN 1 THEN 0 WHEN 4 THEN 2 ELSE 1 END, r.id LIMIT 1",
+        parts.join(" UNION ALL ")
+    )
 }
 
 /// SQL condition for the maintenance cycle: the concept row `alias` is

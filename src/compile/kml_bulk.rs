@@ -1,0 +1,138 @@
+//! UPDATE and DELETE as one statement each (RC10 §4.2, §4.3).
+//!
+//! The statement selects the targets (`kml_match::targets_sql`) into a
+//! materialised CTE `t(id, type, name)`, looks for the first target the
+//! command may not touch (the caller's `refusal` query over `t`, from
+//! `resolve::protection`), and, only when there is none, rewrites or
+//! removes the rows in the same statement. It answers one row:
+//!
+//! | column | UPDATE / DELETE keys | DELETE PROPOSITIONS | DELETE CONCEPT |
+//! |---|---|---|---|
+//! | 1 | targets matched | targets matched | targets matched |
+//! | 2 | concepts changed | links removed, cascade included | concepts removed |
+//! | 3 | links changed | 0 | links removed by the cascade |
+//! | 4–7 | the refusal (reason, id, type, name), NULLs when none | | |
+//!
+//! So the targets never cross into Rust: memory outside Postgres does not
+//! grow with the number of matches, and a refused command changes nothing.
+
+use super::env::Env;
+use super::ids::ElementKind;
+use super::kml_match::targets_sql;
+use super::kml_update::patch;
+use super::Params;
+use super::SqlParam;
+use kip_lang::ast::{UpdateField, WhereClause};
+use kip_lang::KipError;
+
+/// What the statement does to its targets.
+pub enum BulkAction<'a> {
+    /// `UPDATE ?x SET ATTRIBUTES {…} SET METADATA {…}`.
+    Update { attributes: Option<&'a [UpdateField]>, metadata: Option<&'a [UpdateField]> },
+    /// `DELETE ATTRIBUTES {…} FROM ?x` / `DELETE METADATA {…} FROM ?x`.
+    DeleteKeys { keys: Vec<String>, metadata: bool },
+    /// `DELETE PROPOSITIONS ?l`: the links and, transitively, the
+    /// higher-order links that reference them.
+    DeletePropositions,
+    /// `DELETE CONCEPT ?c DETACH`: the concepts, their links and the
+    /// higher-order links over those, transitively.
+    DeleteConcepts,
+}
+
+/// A compiled bulk command.
+#[derive(Debug)]
+pub struct BulkSql {
+    pub sql: String,
+    pub params: Params,
+}
+
+/// The one statement of `action` on the elements bound to `?var` by
+/// `clauses` (at most `limit` of them). `refusal` is a query over the CTE
+/// `t` returning at most one row `(reason, id, type, name)`; it may use
+/// `$1`, the space (the first parameter of every pattern).
+pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>, refusal: &str, action: BulkAction) -> Result<BulkSql, KipError> {
+    let targets = targets_sql(clauses, env, var, limit)?;
+    let mut params = targets.params;
+    let head = format!(
+        "t AS MATERIALIZED ({targets}), refusal AS MATERIALIZED ({refusal}), \
+         allowed AS (SELECT NOT EXISTS (SELECT 1 FROM refusal) AS ok)",
+        targets = targets.sql
+    );
+    let tail = "FROM (SELECT 1) one LEFT JOIN refusal r ON true";
+    let refusal_cols = "r.reason, r.id, r.type, r.name";
+    let sql = match action {
+        BulkAction::Update { attributes, metadata } => {
+            let mut rewrite = |table: &str, kind: ElementKind| -> Result<String, KipError> {
+                let attrs = patch(attributes, "x", kind, &mut params)?;
+                let meta = patch(metadata, "x", kind, &mut params)?;
+                // `table` is one of two constants below, never user text.
+                Ok(format!(
+                    "UPDATE {table} x SET attributes = x.attributes || {attrs}, metadata = x.metadata || {meta} \
+                     FROM t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text \
+                       AND ({attrs} <> '{{}}'::jsonb OR {meta} <> '{{}}'::jsonb) RETURNING 1",
+                    kind_test = kind_test(kind)
+                ))
+            };
+            let concepts = rewrite("kip.concepts", ElementKind::Concept)?;
+            let links = rewrite("kip.propositions", ElementKind::Proposition)?;
+            format!(
+                "WITH {head}, c AS ({concepts}), l AS ({links}) \
+                 SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM c), (SELECT count(*) FROM l), {refusal_cols} {tail}"
+            )
+        }
+        BulkAction::DeleteKeys { keys, metadata } => {
+            let keys = format!("{}::text[]", params.push(SqlParam::TextArray(keys)));
+            let column = if metadata { "metadata" } else { "attributes" };
+            let strip = |table: &str, kind: ElementKind| {
+                format!(
+                    "UPDATE {table} x SET {column} = x.{column} - {keys} \
+                     FROM t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text \
+                       AND x.{column} ?| {keys} RETURNING 1",
+                    kind_test = kind_test(kind)
+                )
+            };
+            format!(
+                "WITH {head}, c AS ({}), l AS ({}) \
+                 SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM c), (SELECT count(*) FROM l), {refusal_cols} {tail}",
+                strip("kip.concepts", ElementKind::Concept),
+                strip("kip.propositions", ElementKind::Proposition)
+            )
+        }
+        BulkAction::DeletePropositions => format!(
+            "WITH RECURSIVE {head}, \
+             doomed(id) AS ( \
+                 SELECT t.id FROM t, allowed WHERE allowed.ok AND t.type IS NULL \
+                 UNION \
+                 SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
+             ), \
+             gone AS (DELETE FROM kip.propositions x USING t, allowed \
+                      WHERE allowed.ok AND x.id = t.id AND t.type IS NULL AND x.space = $1::text RETURNING 1) \
+             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM doomed), 0, {refusal_cols} {tail}"
+        ),
+        BulkAction::DeleteConcepts => format!(
+            "WITH RECURSIVE {head}, \
+             attached(id) AS ( \
+                 SELECT p.id FROM t JOIN kip.propositions p ON p.subject_concept = t.id, allowed WHERE allowed.ok AND t.type IS NOT NULL \
+                 UNION \
+                 SELECT p.id FROM t JOIN kip.propositions p ON p.object_concept = t.id, allowed WHERE allowed.ok AND t.type IS NOT NULL \
+             ), \
+             doomed(id) AS ( \
+                 SELECT id FROM attached \
+                 UNION \
+                 SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
+             ), \
+             gone AS (DELETE FROM kip.concepts x USING t, allowed \
+                      WHERE allowed.ok AND x.id = t.id AND t.type IS NOT NULL AND x.space = $1::text RETURNING 1) \
+             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM gone), (SELECT count(*) FROM doomed), {refusal_cols} {tail}"
+        ),
+    };
+    Ok(BulkSql { sql, params })
+}
+
+/// `t.type IS …`: targets that are concepts carry their type, links do not.
+fn kind_test(kind: ElementKind) -> &'static str {
+    match kind {
+        ElementKind::Concept => "NOT NULL",
+        ElementKind::Proposition => "NULL",
+    }
+}
