@@ -2,7 +2,7 @@
 //! (KIP_2002): the schema's foundations and the system actors' identities
 //! cannot be removed; ordinary $self attributes evolve.
 
-use super::common::{concept, exists, fails, run, space};
+use super::common::{concept, error, exists, fails, run, space};
 use serde_json::json;
 
 #[test]
@@ -111,4 +111,52 @@ fn the_immutable_core_refuses_every_write_path() {
         json!({}),
     ));
     assert_eq!(anchors, json!(2));
+}
+
+/// UPDATE and DELETE check every target before touching any: one protected
+/// target among many ordinary ones refuses the whole command, names the
+/// protected element, and leaves every other target unchanged.
+#[test]
+fn one_refused_target_leaves_every_other_target_unchanged() {
+    let mut c = space("prot");
+    for i in 0..30 {
+        run(&mut c, &format!(r#"UPSERT {{ CONCEPT ?d {{ {{type: "Domain", name: "Topic{i}"}} SET ATTRIBUTES {{ n: 1 }} }} }}"#));
+    }
+    let e = error(&mut c, r#"UPDATE ?d SET ATTRIBUTES { n: 2 } WHERE { ?d {type: "Domain"} }"#);
+    assert_eq!(e["code"], "KIP_3004", "{e}");
+    assert!(e["message"].as_str().unwrap().contains(r#"{type: "Domain", name: "#), "{e}");
+    let e = error(&mut c, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Domain"} }"#);
+    assert_eq!(e["code"], "KIP_3004", "{e}");
+    let e = error(&mut c, r#"DELETE ATTRIBUTES {"n"} FROM ?d WHERE { ?d {type: "Domain"} }"#);
+    assert_eq!(e["code"], "KIP_3004", "{e}");
+    for i in 0..30 {
+        assert_eq!(concept(&mut c, "Domain", &format!("Topic{i}"))["attributes"]["n"], 1, "Topic{i}");
+    }
+    // The system actors: their directives are refused by name, their
+    // identity cannot be deleted, and nothing else moved.
+    run(&mut c, r#"UPSERT { CONCEPT ?p { {type: "Person", name: "Ann"} } }"#);
+    let e = error(&mut c, r#"UPDATE ?p SET ATTRIBUTES { core_directives: [] } WHERE { ?p {type: "Person"} }"#);
+    assert!(e["message"].as_str().unwrap().contains("core_directives of $s"), "{e}");
+    let e = error(&mut c, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person"} }"#);
+    assert!(e["message"].as_str().unwrap().contains("system actor"), "{e}");
+    assert!(exists(&mut c, "Person", "Ann"));
+    // Filtered to ordinary targets, the same commands succeed.
+    let out = run(&mut c, r#"UPDATE ?d SET ATTRIBUTES { n: 2 } WHERE { ?d {type: "Domain"} FILTER(?d.attributes.n == 1) }"#);
+    assert_eq!(out, json!({"updated": 30, "matched": 30}));
+}
+
+/// A target of the wrong kind is a syntax error naming the variable, and
+/// nothing is removed.
+#[test]
+fn bulk_deletes_refuse_targets_of_the_wrong_kind() {
+    let mut c = space("prot");
+    run(&mut c, r#"UPSERT { CONCEPT ?p { {type: "Person", name: "Ann"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "Unsorted"}) } } }"#);
+    let e = error(&mut c, r#"DELETE PROPOSITIONS ?p WHERE { ?p {type: "Person", name: "Ann"} }"#);
+    assert_eq!(e["code"], "KIP_1001", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("?p binds concept nodes"), "{e}");
+    let e = error(&mut c, r#"DELETE CONCEPT ?l DETACH WHERE { ?l ({type: "Person", name: "Ann"}, "belongs_to_domain", ?d) }"#);
+    assert_eq!(e["code"], "KIP_1001", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("?l binds proposition links"), "{e}");
+    let links = run(&mut c, r#"FIND(COUNT(?l)) WHERE { ?l ({type: "Person", name: "Ann"}, "belongs_to_domain", ?d) }"#);
+    assert_eq!(links, json!(1));
 }

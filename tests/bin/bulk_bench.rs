@@ -1,0 +1,147 @@
+//! Bulk KML benchmark: UPDATE, DELETE ATTRIBUTES and DELETE CONCEPT … DETACH
+//! over 10,000 and 100,000 matches, one `kip_execute` call each. Prints the
+//! time of each command and the peak private memory of the backend while it
+//! ran (sampled from /proc every 2 ms), to show that the memory does not grow
+//! with the number of matches beyond what Postgres itself needs to update
+//! that many rows: the same UPDATE written by hand in SQL, on the same rows
+//! and triggers, is measured first as the baseline. Asserts nothing.
+//!
+//!     cargo run --release -p kip-integration-tests --bin kip-bulk-bench
+//!
+//! Each size gets a fresh space: `size` Items (attribute `n`), each filed
+//! under one of 10 domains by a `belongs_to_domain` link, loaded with SQL.
+
+use kip_integration_tests::{connect, fresh_space, kip, use_space};
+use postgres::Client;
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `RssAnon` of process `pid` in kB: the backend's private memory (shared
+/// buffers are not counted, so reading many pages does not show up here).
+fn rss_anon_kb(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Run `command` on `c`, sampling the backend's private memory meanwhile;
+/// returns (elapsed, peak RssAnon in kB, the result).
+fn measured(c: &mut Client, pid: i32, command: &str) -> (Duration, u64, serde_json::Value) {
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(rss_anon_kb(pid).unwrap_or(0)));
+    let sampler = {
+        let (done, peak) = (done.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Some(kb) = rss_anon_kb(pid) {
+                    peak.fetch_max(kb, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let t = Instant::now();
+    let out = kip(c, command, json!({}));
+    let elapsed = t.elapsed();
+    done.store(true, Ordering::Relaxed);
+    sampler.join().expect("sampler thread");
+    assert!(out.get("error").is_none(), "{command}: {out}");
+    (elapsed, peak.load(Ordering::Relaxed), out["result"].clone())
+}
+
+/// Run the hand-written SQL `sql` on a fresh backend; (elapsed, peak kB, before kB).
+fn measured_sql(space: &str, sql: &str) -> (Duration, u64, u64) {
+    let mut c = connect();
+    use_space(&mut c, space);
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).expect("backend pid").get(0);
+    let before = rss_anon_kb(pid).unwrap_or(0);
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(before));
+    let sampler = {
+        let (done, peak) = (done.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Some(kb) = rss_anon_kb(pid) {
+                    peak.fetch_max(kb, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let t = Instant::now();
+    c.batch_execute(sql).expect("hand-written SQL");
+    let elapsed = t.elapsed();
+    done.store(true, Ordering::Relaxed);
+    sampler.join().expect("sampler thread");
+    (elapsed, peak.load(Ordering::Relaxed), before)
+}
+
+fn load(c: &mut Client, space: &str, size: i64) {
+    let out = kip(
+        c,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} SET ATTRIBUTES { description: "a bench item" } } }"#,
+        json!({}),
+    );
+    assert!(out.get("error").is_none(), "{out}");
+    // The space name comes from fresh_space (test code), not user input.
+    c.batch_execute(&format!(
+        "INSERT INTO kip.concepts (space, type, name) SELECT '{space}', 'Domain', 'Area' || g FROM generate_series(0, 9) g;
+         INSERT INTO kip.concepts (space, type, name, attributes)
+           SELECT '{space}', 'Item', 'item' || g, jsonb_build_object('n', g) FROM generate_series(1, {size}) g;
+         INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept)
+           SELECT '{space}', i.id, 'belongs_to_domain', d.id
+           FROM kip.concepts i JOIN kip.concepts d ON d.space = i.space AND d.type = 'Domain' AND d.name = 'Area' || (i.id % 10)
+           WHERE i.space = '{space}' AND i.type = 'Item';
+         ANALYZE kip.concepts; ANALYZE kip.propositions;"
+    ))
+    .expect("load the items");
+}
+
+fn main() {
+    let mut setup = connect();
+    println!("bulk KML: one kip_execute call per command, durable commit; peak = the backend's private memory (RssAnon) while the command ran");
+    println!("| matches | command | time | rate | backend peak (before) |");
+    println!("|---|---|---|---|---|");
+    for size in [10_000i64, 100_000] {
+        let space = fresh_space(&mut setup, "bench_bulk");
+        load(&mut setup, &space, size);
+        let (elapsed, peak, before) = measured_sql(
+            &space,
+            &format!("UPDATE kip.concepts SET attributes = attributes || '{{\"level\": 1}}' WHERE space = '{space}' AND type = 'Item'"),
+        );
+        println!(
+            "| {size} | hand-written SQL UPDATE (baseline) | {:.2} s | {:.0}/s | {:.1} MB ({:.1} MB) |",
+            elapsed.as_secs_f64(),
+            size as f64 / elapsed.as_secs_f64(),
+            peak as f64 / 1024.0,
+            before as f64 / 1024.0
+        );
+        let commands = [
+            ("UPDATE SET ATTRIBUTES", r#"UPDATE ?x SET ATTRIBUTES { level: 2, n2: ADD(?x.attributes.n, 1) } WHERE { ?x {type: "Item"} }"#),
+            ("DELETE ATTRIBUTES", r#"DELETE ATTRIBUTES {"level"} FROM ?x WHERE { ?x {type: "Item"} }"#),
+            ("DELETE CONCEPT DETACH", r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Item"} }"#),
+        ];
+        for (name, command) in commands {
+            // A fresh backend per command, so its peak is this command's.
+            let mut c = connect();
+            use_space(&mut c, &space);
+            let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).expect("backend pid").get(0);
+            kip(&mut c, "FIND(?d.name) WHERE { ?d {type: \"Domain\"} } LIMIT 1", json!({}));
+            let before = rss_anon_kb(pid).unwrap_or(0);
+            let (elapsed, peak, result) = measured(&mut c, pid, command);
+            println!(
+                "| {size} | {name} | {:.2} s | {:.0}/s | {:.1} MB ({:.1} MB) |",
+                elapsed.as_secs_f64(),
+                size as f64 / elapsed.as_secs_f64(),
+                peak as f64 / 1024.0,
+                before as f64 / 1024.0
+            );
+            eprintln!("  {name}: {result}");
+        }
+        setup.batch_execute(&format!("SELECT kip_drop_space('{space}')")).ok();
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average at end: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+}
