@@ -9,6 +9,9 @@
 //! off`, which shows how much of the time is the WAL flush of each commit.
 //! `KIP_BENCH_HISTORY=compare` measures the cost of the history: the same
 //! capsules with `kip.history` off and on, in alternating rounds.
+//! `kip-write-bench scale` measures the capsule rate as the memory grows:
+//! at 10^3, 10^4, 10^5 and 10^6 elements (concepts plus links, filled with
+//! SQL between the measurements in the same space), 1,000 capsules each.
 
 use kip_integration_tests::{connect, fresh_space, kip, use_space};
 use serde_json::json;
@@ -84,8 +87,12 @@ fn set_history(c: &mut postgres::Client, on: bool) {
 }
 
 fn main() {
-    let count: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let arg = std::env::args().nth(1);
     let mut c = connect();
+    if arg.as_deref() == Some("scale") {
+        return scale(&mut c);
+    }
+    let count: usize = arg.and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let async_commit = std::env::var("KIP_BENCH_ASYNC_COMMIT").is_ok_and(|v| v == "1");
     if async_commit {
         c.batch_execute("SET synchronous_commit = off").expect("set synchronous_commit");
@@ -138,6 +145,99 @@ fn compare_history(c: &mut postgres::Client, count: usize, commit: &str) {
     );
     println!("  kip.history = off: {off:.0} capsules/s");
     println!("  kip.history = on:  {on:.0} capsules/s ({:.0}% of off)", 100.0 * on / off);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+}
+
+/// Elements (concepts + links) of a space.
+fn elements(c: &mut postgres::Client, space: &str) -> i64 {
+    c.query_one(
+        "SELECT (SELECT count(*) FROM kip.concepts WHERE space = $1) + (SELECT count(*) FROM kip.propositions WHERE space = $1)",
+        &[&space],
+    )
+    .expect("count elements")
+    .get(0)
+}
+
+/// Grow `space` to about `target` elements with Formation-like filler
+/// written in SQL: Event concepts (the capsule's attributes), each filed
+/// under one of the capsules' 10 domains and involving one of their 50
+/// persons (one concept and two links per Event).
+fn fill(c: &mut postgres::Client, space: &str, target: i64) {
+    let missing = target - elements(c, space);
+    if missing <= 0 {
+        return;
+    }
+    let events = missing / 3;
+    let start: i64 = c
+        .query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND name LIKE 'filler:%'", &[&space])
+        .expect("count filler")
+        .get(0);
+    // `space` comes from fresh_space (test code); the numbers are computed here.
+    c.batch_execute(&format!(
+        "INSERT INTO kip.concepts (space, type, name, attributes, metadata)
+           SELECT '{space}', 'Event', 'filler:' || g,
+                  jsonb_build_object('event_class', 'Conversation', 'start_time', '2026-06-01T00:00:00Z',
+                                     'participants', jsonb_build_array('$self', 'user_' || (g % 50)),
+                                     'content_summary', 'User ' || (g % 50) || ' discussed filler topic ' || g || ' with the agent.',
+                                     'outcome', 'User satisfied'),
+                  jsonb_build_object('source', 'filler', 'author', '$self', 'confidence', 0.9, 'memory_tier', 'short-term')
+           FROM generate_series({start}, {start} + {events} - 1) g;
+         INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept)
+           SELECT '{space}', e.id, 'belongs_to_domain', d.id
+           FROM kip.concepts e JOIN kip.concepts d ON d.space = e.space AND d.type = 'Domain'
+             AND d.name = 'Topic' || (substr(e.name, 8)::bigint % 10)
+           WHERE e.space = '{space}' AND e.type = 'Event' AND e.name LIKE 'filler:%'
+             AND substr(e.name, 8)::bigint >= {start};
+         INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept)
+           SELECT '{space}', e.id, 'involves', p.id
+           FROM kip.concepts e JOIN kip.concepts p ON p.space = e.space AND p.type = 'Person'
+             AND p.name = 'user_' || (substr(e.name, 8)::bigint % 50)
+           WHERE e.space = '{space}' AND e.type = 'Event' AND e.name LIKE 'filler:%'
+             AND substr(e.name, 8)::bigint >= {start};
+         ANALYZE kip.concepts; ANALYZE kip.propositions;"
+    ))
+    .expect("fill the space");
+    // A memory in steady use is vacuumed; without this, autovacuum's pass
+    // over the new rows would compete with the measurement.
+    c.batch_execute("VACUUM kip.concepts").expect("vacuum concepts");
+    c.batch_execute("VACUUM kip.propositions").expect("vacuum propositions");
+}
+
+/// `kip-write-bench scale`: the capsule rate at 10^3 … 10^6 elements.
+fn scale(c: &mut postgres::Client) {
+    const PER_SIZE: usize = 1000;
+    let space = fresh_space(c, "bench_write_scale");
+    kip(c, "DESCRIBE PRIMER", json!({}));
+    // The capsules' domains and persons exist before the filler refers to them.
+    write(c, 0, 60);
+    let mut written = 60;
+    println!("write rate by memory size: {PER_SIZE} Event capsules per size, 1 client, durable commits, space {space}");
+    println!("| elements before | elements after | capsules/s | p50 | p95 | filled in |");
+    println!("|---|---|---|---|---|---|");
+    let mut rates = Vec::new();
+    for target in [1_000i64, 10_000, 100_000, 1_000_000] {
+        let t = Instant::now();
+        fill(c, &space, target);
+        let filled = t.elapsed();
+        let before = elements(c, &space);
+        let (elapsed, mut latencies) = write(c, written, PER_SIZE);
+        written += PER_SIZE;
+        latencies.sort();
+        let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p) as usize].as_secs_f64() * 1e3;
+        let rate = PER_SIZE as f64 / elapsed.as_secs_f64();
+        rates.push(rate);
+        println!(
+            "| {before} | {} | {rate:.0} | {:.2} ms | {:.2} ms | {:.1} s |",
+            elements(c, &space),
+            pct(0.5),
+            pct(0.95),
+            filled.as_secs_f64()
+        );
+    }
+    let (lo, hi) = rates.iter().fold((f64::MAX, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    let mid = (lo + hi) / 2.0;
+    println!("  spread: {lo:.0}-{hi:.0} capsules/s, ±{:.0}% around {mid:.0}", 100.0 * (hi - mid) / mid);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
 }
