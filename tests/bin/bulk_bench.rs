@@ -26,9 +26,9 @@ fn rss_anon_kb(pid: i32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Run `command` on `c`, sampling the backend's private memory meanwhile;
-/// returns (elapsed, peak RssAnon in kB, the result).
-fn measured(c: &mut Client, pid: i32, command: &str) -> (Duration, u64, serde_json::Value) {
+/// Run `f`, sampling the private memory of backend `pid` every 2 ms
+/// meanwhile; returns f's result, the elapsed time and the peak in kB.
+fn sampled<T>(pid: i32, f: impl FnOnce() -> T) -> (T, Duration, u64) {
     let done = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicU64::new(rss_anon_kb(pid).unwrap_or(0)));
     let sampler = {
@@ -43,39 +43,32 @@ fn measured(c: &mut Client, pid: i32, command: &str) -> (Duration, u64, serde_js
         })
     };
     let t = Instant::now();
-    let out = kip(c, command, json!({}));
+    let out = f();
     let elapsed = t.elapsed();
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("sampler thread");
-    assert!(out.get("error").is_none(), "{command}: {out}");
-    (elapsed, peak.load(Ordering::Relaxed), out["result"].clone())
+    (out, elapsed, peak.load(Ordering::Relaxed))
 }
 
-/// Run the hand-written SQL `sql` on a fresh backend; (elapsed, peak kB, before kB).
-fn measured_sql(space: &str, sql: &str) -> (Duration, u64, u64) {
+/// A fresh backend in `space` (so its peak memory is the next command's),
+/// its pid and its private memory now, in kB.
+fn backend(space: &str) -> (Client, i32, u64) {
     let mut c = connect();
     use_space(&mut c, space);
     let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).expect("backend pid").get(0);
+    kip(&mut c, "FIND(?d.name) WHERE { ?d {type: \"Domain\"} } LIMIT 1", json!({}));
     let before = rss_anon_kb(pid).unwrap_or(0);
-    let done = Arc::new(AtomicBool::new(false));
-    let peak = Arc::new(AtomicU64::new(before));
-    let sampler = {
-        let (done, peak) = (done.clone(), peak.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                if let Some(kb) = rss_anon_kb(pid) {
-                    peak.fetch_max(kb, Ordering::Relaxed);
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        })
-    };
-    let t = Instant::now();
-    c.batch_execute(sql).expect("hand-written SQL");
-    let elapsed = t.elapsed();
-    done.store(true, Ordering::Relaxed);
-    sampler.join().expect("sampler thread");
-    (elapsed, peak.load(Ordering::Relaxed), before)
+    (c, pid, before)
+}
+
+fn row(size: i64, name: &str, elapsed: Duration, peak: u64, before: u64) {
+    println!(
+        "| {size} | {name} | {:.2} s | {:.0}/s | {:.1} MB ({:.1} MB) |",
+        elapsed.as_secs_f64(),
+        size as f64 / elapsed.as_secs_f64(),
+        peak as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
 }
 
 fn load(c: &mut Client, space: &str, size: i64) {
@@ -107,38 +100,22 @@ fn main() {
     for size in [10_000i64, 100_000] {
         let space = fresh_space(&mut setup, "bench_bulk");
         load(&mut setup, &space, size);
-        let (elapsed, peak, before) = measured_sql(
-            &space,
-            &format!("UPDATE kip.concepts SET attributes = attributes || '{{\"level\": 1}}' WHERE space = '{space}' AND type = 'Item'"),
-        );
-        println!(
-            "| {size} | hand-written SQL UPDATE (baseline) | {:.2} s | {:.0}/s | {:.1} MB ({:.1} MB) |",
-            elapsed.as_secs_f64(),
-            size as f64 / elapsed.as_secs_f64(),
-            peak as f64 / 1024.0,
-            before as f64 / 1024.0
-        );
+        let (mut c, pid, before) = backend(&space);
+        let update = format!("UPDATE kip.concepts SET attributes = attributes || '{{\"level\": 1}}' WHERE space = '{space}' AND type = 'Item'");
+        let (done, elapsed, peak) = sampled(pid, || c.batch_execute(&update));
+        done.expect("hand-written UPDATE");
+        row(size, "hand-written SQL UPDATE (baseline)", elapsed, peak, before);
         let commands = [
             ("UPDATE SET ATTRIBUTES", r#"UPDATE ?x SET ATTRIBUTES { level: 2, n2: ADD(?x.attributes.n, 1) } WHERE { ?x {type: "Item"} }"#),
             ("DELETE ATTRIBUTES", r#"DELETE ATTRIBUTES {"level"} FROM ?x WHERE { ?x {type: "Item"} }"#),
             ("DELETE CONCEPT DETACH", r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Item"} }"#),
         ];
         for (name, command) in commands {
-            // A fresh backend per command, so its peak is this command's.
-            let mut c = connect();
-            use_space(&mut c, &space);
-            let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).expect("backend pid").get(0);
-            kip(&mut c, "FIND(?d.name) WHERE { ?d {type: \"Domain\"} } LIMIT 1", json!({}));
-            let before = rss_anon_kb(pid).unwrap_or(0);
-            let (elapsed, peak, result) = measured(&mut c, pid, command);
-            println!(
-                "| {size} | {name} | {:.2} s | {:.0}/s | {:.1} MB ({:.1} MB) |",
-                elapsed.as_secs_f64(),
-                size as f64 / elapsed.as_secs_f64(),
-                peak as f64 / 1024.0,
-                before as f64 / 1024.0
-            );
-            eprintln!("  {name}: {result}");
+            let (mut c, pid, before) = backend(&space);
+            let (out, elapsed, peak) = sampled(pid, || kip(&mut c, command, json!({})));
+            assert!(out.get("error").is_none(), "{command}: {out}");
+            row(size, name, elapsed, peak, before);
+            eprintln!("  {name}: {}", out["result"]);
         }
         setup.batch_execute(&format!("SELECT kip_drop_space('{space}')")).ok();
     }
