@@ -9,9 +9,9 @@
 //! off`, which shows how much of the time is the WAL flush of each commit.
 //! `KIP_BENCH_HISTORY=compare` measures the cost of the history: the same
 //! capsules with `kip.history` off and on, in alternating rounds.
-//! `kip-write-bench scale` measures the capsule rate as the memory grows:
-//! at 10^3, 10^4, 10^5 and 10^6 elements (concepts plus links, filled with
-//! SQL between the measurements in the same space), 1,000 capsules each.
+//! `kip-write-bench scale` measures the capsule rate by memory size: four
+//! spaces filled with SQL to 10^3, 10^4, 10^5 and 10^6 elements (concepts
+//! plus links), then 1,000 capsules each in alternating rounds.
 
 use kip_integration_tests::{connect, fresh_space, kip, use_space};
 use serde_json::json;
@@ -198,46 +198,66 @@ fn fill(c: &mut postgres::Client, space: &str, target: i64) {
          ANALYZE kip.concepts; ANALYZE kip.propositions;"
     ))
     .expect("fill the space");
-    // A memory in steady use is vacuumed; without this, autovacuum's pass
-    // over the new rows would compete with the measurement.
+}
+
+/// A memory in steady use is vacuumed; without this, autovacuum's pass over
+/// the filler would compete with the measurement.
+fn vacuum(c: &mut postgres::Client) {
     c.batch_execute("VACUUM kip.concepts").expect("vacuum concepts");
     c.batch_execute("VACUUM kip.propositions").expect("vacuum propositions");
 }
 
-/// `kip-write-bench scale`: the capsule rate at 10^3 … 10^6 elements.
+/// `kip-write-bench scale`: the capsule rate at 10^3 … 10^6 elements. One
+/// space per size, filled first; then rounds of capsules go to each space in
+/// turn, so the host's load drifting over the run hits every size alike.
 fn scale(c: &mut postgres::Client) {
-    const PER_SIZE: usize = 1000;
-    let space = fresh_space(c, "bench_write_scale");
-    kip(c, "DESCRIBE PRIMER", json!({}));
-    // The capsules' domains and persons exist before the filler refers to them.
-    write(c, 0, 60);
-    let mut written = 60;
-    println!("write rate by memory size: {PER_SIZE} Event capsules per size, 1 client, durable commits, space {space}");
-    println!("| elements before | elements after | capsules/s | p50 | p95 | filled in |");
-    println!("|---|---|---|---|---|---|");
-    let mut rates = Vec::new();
-    for target in [1_000i64, 10_000, 100_000, 1_000_000] {
+    const ROUNDS: usize = 5;
+    const PER_ROUND: usize = 200;
+    const SIZES: [i64; 4] = [1_000, 10_000, 100_000, 1_000_000];
+    let mut spaces = Vec::new();
+    for size in SIZES {
+        let space = fresh_space(c, &format!("bench_write_scale_{size}"));
+        kip(c, "DESCRIBE PRIMER", json!({}));
+        // The capsules' domains and persons exist before the filler refers to them.
+        write(c, 0, 60);
         let t = Instant::now();
-        fill(c, &space, target);
-        let filled = t.elapsed();
-        let before = elements(c, &space);
-        let (elapsed, mut latencies) = write(c, written, PER_SIZE);
-        written += PER_SIZE;
-        latencies.sort();
-        let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p) as usize].as_secs_f64() * 1e3;
-        let rate = PER_SIZE as f64 / elapsed.as_secs_f64();
-        rates.push(rate);
-        println!(
-            "| {before} | {} | {rate:.0} | {:.2} ms | {:.2} ms | {:.1} s |",
-            elements(c, &space),
-            pct(0.5),
-            pct(0.95),
-            filled.as_secs_f64()
-        );
+        fill(c, &space, size);
+        println!("space {space}: filled to {} elements in {:.1} s", elements(c, &space), t.elapsed().as_secs_f64());
+        spaces.push(space);
     }
+    vacuum(c);
+    let before: Vec<i64> = spaces.iter().map(|s| elements(c, s)).collect();
+    let mut latencies: Vec<Vec<std::time::Duration>> = vec![Vec::new(); SIZES.len()];
+    let mut totals = vec![std::time::Duration::ZERO; SIZES.len()];
+    for round in 0..ROUNDS {
+        for (i, space) in spaces.iter().enumerate() {
+            use_space(c, space);
+            let (elapsed, l) = write(c, 60 + round * PER_ROUND, PER_ROUND);
+            totals[i] += elapsed;
+            latencies[i].extend(l);
+        }
+    }
+    println!(
+        "write rate by memory size: {} Event capsules per size in {ROUNDS} alternating rounds, 1 client, durable commits",
+        ROUNDS * PER_ROUND
+    );
+    println!("| elements before | elements after | capsules/s | p50 | p95 |");
+    println!("|---|---|---|---|---|");
+    let mut rates = Vec::new();
+    for (i, space) in spaces.iter().enumerate() {
+        let l = &mut latencies[i];
+        l.sort();
+        let pct = |p: f64| l[((l.len() as f64 - 1.0) * p) as usize].as_secs_f64() * 1e3;
+        let rate = (ROUNDS * PER_ROUND) as f64 / totals[i].as_secs_f64();
+        rates.push(rate);
+        println!("| {} | {} | {rate:.0} | {:.2} ms | {:.2} ms |", before[i], elements(c, space), pct(0.5), pct(0.95));
+    }
+    let first = rates[0];
     let (lo, hi) = rates.iter().fold((f64::MAX, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
-    let mid = (lo + hi) / 2.0;
-    println!("  spread: {lo:.0}-{hi:.0} capsules/s, ±{:.0}% around {mid:.0}", 100.0 * (hi - mid) / mid);
+    println!(
+        "  spread: {lo:.0}-{hi:.0} capsules/s; the 10^6 rate is {:.0}% of the 10^3 rate",
+        100.0 * rates[rates.len() - 1] / first
+    );
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
 }
