@@ -16,7 +16,7 @@
 //! appearance), so pages are stable and the natural order is creation order.
 
 use crate::compile::filter::unbound;
-use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding};
+use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
@@ -179,6 +179,7 @@ fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
 pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, after: Option<&[i64]>) -> Result<FindSql, KipError> {
     let mut params = Params::new();
     let mut cx = Cx::new(env, &mut params);
+    cx.carry_rows = streams_in_natural_order(q);
     let rel = compile_block(&q.where_clauses, &Scope::default(), &mut cx, true)?;
     for p in q.projections.iter().chain(q.order_by.iter().map(|k| &k.expr)) {
         match p {
@@ -286,7 +287,12 @@ fn plain_plan(
         // row: the page can stream from an index in its order and stop
         // at LIMIT (`FIND(?x) WHERE { ?x {type: "T"} } LIMIT 10` over a
         // type of a million members reads about ten index entries).
-        format!("d AS (SELECT {}s.ord AS ord FROM s)", cols.iter().map(|c| format!("{c}, ")).collect::<String>())
+        let carried: String = key_vars
+            .iter()
+            .filter(|v| v.carried)
+            .flat_map(|v| CARRIED_CONCEPT_COLUMNS.iter().map(move |c| format!("s.{}_{c}, ", v.column)))
+            .collect();
+        format!("d AS (SELECT {}{carried}s.ord AS ord FROM s)", cols.iter().map(|c| format!("{c}, ")).collect::<String>())
     } else {
         format!(
             "d AS (SELECT {}min(s.ord) AS ord FROM s{})",
@@ -368,6 +374,18 @@ fn plain_plan(
         format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
     };
     Ok((Page { sql, order, columns }, keyset))
+}
+
+/// Whether the page of `q` streams: rows straight from distinct solutions
+/// in their natural order (no ORDER BY, no aggregation). Its solutions then
+/// carry their concept rows (`Cx::carry_rows`): the scan that finds a
+/// solution has read its row already, and reading it again by primary key
+/// for the projection doubled the cost of an attribute FILTER.
+fn streams_in_natural_order(q: &FindQuery) -> bool {
+    let items = projection::items(&q.projections, &q.where_clauses);
+    q.order_by.is_empty()
+        && items.iter().all(|i| matches!(i, Item::Column(_)))
+        && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(&items))
 }
 
 /// Whether the solutions of `clauses` are already distinct on the variables

@@ -41,7 +41,7 @@ mod groups;
 pub(crate) mod scope;
 
 pub(crate) use block::compile_block;
-pub(crate) use scope::{Cx, Row, Scope, Var, VarBinding, VarKind};
+pub(crate) use scope::{Cx, Row, Scope, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
 
 use crate::compile::Params;
 use crate::compile::env::Env;

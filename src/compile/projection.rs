@@ -21,7 +21,7 @@
 
 use crate::compile::element::{concept_json, proposition_json};
 use crate::compile::filter::{path_operand, Operand, VarAccess};
-use crate::compile::pattern::{Cx, Row, Var, VarBinding, VarKind};
+use crate::compile::pattern::{Cx, Row, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
 use std::collections::HashMap;
@@ -184,6 +184,19 @@ impl VarAccess for SolutionAccess {
             return Some(r.clone());
         }
         let var = self.var(name)?;
+        let carried = self.vars.iter().any(|v| v.name == name && v.carried);
+        if carried && var.kind == VarKind::Concept {
+            // The solution brought the row's columns along: name them as a
+            // row (a subquery without FROM, which the planner flattens).
+            let a = cx.alias("ec");
+            let columns: Vec<String> = std::iter::once(format!("{} AS id", var.expr))
+                .chain(CARRIED_CONCEPT_COLUMNS.iter().map(|c| format!("{}_{c} AS {c}", var.expr)))
+                .collect();
+            self.joins.push(format!("LEFT JOIN LATERAL (SELECT {}) {a} ON true", columns.join(", ")));
+            let row = Row::Concept(a);
+            self.rows.insert(name.to_string(), row.clone());
+            return Some(row);
+        }
         let space = cx.space_sql.clone();
         let per_row = self.per_row;
         let mut join = |table: &str, prefix: &str| {

@@ -408,6 +408,26 @@ fn find_verifies_named_concepts_and_literal_ids_without_a_lookup() {
 }
 
 #[test]
+fn a_streaming_find_reads_each_element_row_once() {
+    // The scan that finds the solutions brings the rows' columns along; the
+    // projection reads them without a second lookup by primary key.
+    let plan = find(r#"FIND(?x, ?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.risk == 2) } LIMIT 10"#, 10, 0).unwrap();
+    assert!(plan.sql.contains("c1.attributes AS v_1_attributes"), "{}", plan.sql);
+    assert!(plan.sql.contains("d AS (SELECT s.v_1, s.v_1_space, s.v_1_type"), "{}", plan.sql);
+    assert!(plan.sql.contains("LEFT JOIN LATERAL (SELECT d.v_1 AS id, d.v_1_space AS space"), "{}", plan.sql);
+    assert!(!plan.sql.contains("FROM kip.concepts r"), "{}", plan.sql);
+    // An ORDER BY or a link clause: solutions do not carry rows.
+    for text in [
+        r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Drug"} (?x, "treats", ?y) }"#,
+        r#"FIND(?x.name, COUNT(?x)) WHERE { ?x {type: "Drug"} }"#,
+    ] {
+        let plan = find(text, 10, 0).unwrap();
+        assert!(!plan.sql.contains("v_1_attributes"), "{text}: {}", plan.sql);
+    }
+}
+
+#[test]
 fn a_streaming_find_pages_by_keyset() {
     let Command::Find(q) = command(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.name != "B") } LIMIT 10"#) else {
         unreachable!()

@@ -66,7 +66,7 @@ pub(crate) fn compile_block(
         let sql = filter::compile_filter(&mut b, cx, e)?;
         b.cond(sql);
     }
-    Ok(b.render(with_ord))
+    Ok(b.render_carrying(with_ord, with_ord && cx.carry_rows))
 }
 
 /// `OPTIONAL { … }`: a LEFT JOIN LATERAL of the inner block; its new

@@ -1,7 +1,7 @@
 //! The builder of one block's SELECT: its join tree, its conditions, and
 //! the variables it binds (see `block` for how clauses use it).
 
-use super::scope::{Cx, Row, Scope, Var, VarBinding, VarKind};
+use super::scope::{Cx, Row, Scope, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
 use crate::compile::filter::VarAccess;
 
 /// A compiled block: a SELECT with one column per own variable (and, for a
@@ -118,12 +118,28 @@ impl Builder {
 
     /// The block as a SELECT of its own variables (plus `ord` when asked).
     pub(super) fn render(&self, with_ord: bool) -> Rel {
+        self.render_carrying(with_ord, false)
+    }
+
+    /// [`Builder::render`], with `carry`: each concept variable whose row is
+    /// joined in this block also brings that row's columns
+    /// (`VarBinding::carried`).
+    pub(super) fn render_carrying(&self, with_ord: bool, carry: bool) -> Rel {
         let mut select = Vec::new();
         let mut vars = Vec::new();
         for (name, var) in self.local.iter().filter(|(_, v)| v.own) {
             let column = format!("v_{}", vars.len() + 1);
             select.push(format!("{} AS {column}", var.expr));
-            vars.push(VarBinding { name: name.clone(), kind: var.kind, column });
+            let carried = match (&var.row, var.kind) {
+                (Some(Row::Concept(a)), VarKind::Concept) if carry => {
+                    for c in CARRIED_CONCEPT_COLUMNS {
+                        select.push(format!("{a}.{c} AS {column}_{c}"));
+                    }
+                    true
+                }
+                _ => false,
+            };
+            vars.push(VarBinding { name: name.clone(), kind: var.kind, column, carried });
         }
         if with_ord {
             select.push(format!("{} AS ord", self.ord));

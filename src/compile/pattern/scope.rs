@@ -13,7 +13,16 @@ pub struct VarBinding {
     pub kind: VarKind,
     /// The generated SQL column alias of this variable in `Pattern::sql`.
     pub column: String,
+    /// Whether the pattern's SELECT also carries the columns of the
+    /// variable's concept row (`{column}_type`, … see
+    /// [`CARRIED_CONCEPT_COLUMNS`]), so a projection reads them without a
+    /// second lookup of the row (`Cx::carry_rows`).
+    pub carried: bool,
 }
+
+/// The columns of a `kip.concepts` row a carried variable brings along (its
+/// id is the variable's own column): every column a projection reads.
+pub const CARRIED_CONCEPT_COLUMNS: [&str; 8] = ["space", "type", "name", "attributes", "metadata", "version", "created_at", "updated_at"];
 
 /// What a variable's column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,13 +51,17 @@ pub(crate) struct Cx<'a> {
     /// Literal concept ids of the mandatory pattern that the statement must
     /// verify (`Facts::verified_in_statement`): (row id, the id as written).
     pub unverified_concept_ids: std::cell::RefCell<Vec<(i64, String)>>,
+    /// The top-level block carries the row columns of its concept variables
+    /// (`VarBinding::carried`): set by FIND when its page streams, so the
+    /// page reads each element row once.
+    pub carry_rows: bool,
     next_alias: usize,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(env: Env<'a>, params: &'a mut Params) -> Cx<'a> {
         let space_sql = params.text(env.space);
-        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), next_alias: 0 }
+        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), carry_rows: false, next_alias: 0 }
     }
 
     /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
