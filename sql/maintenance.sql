@@ -15,9 +15,10 @@ CREATE INDEX maintenance_log_space_idx ON kip.maintenance_log (space, ran_at);
 COMMENT ON TABLE kip.maintenance_log IS 'Audit of the kip maintenance cycle (kip_maintenance and the background worker)';
 
 -- The TTL sweep looks only at elements that carry an expires_at; these partial
--- indexes keep it from scanning a whole space every cycle.
-CREATE INDEX concepts_expiring_idx ON kip.concepts (space) WHERE metadata ? 'expires_at';
-CREATE INDEX propositions_expiring_idx ON kip.propositions (space) WHERE metadata ? 'expires_at';
+-- indexes keep it from scanning a whole space every cycle. They are on the
+-- generated expires_at columns, not on metadata: see sql/schema.sql.
+CREATE INDEX concepts_expiring_idx ON kip.concepts (space) WHERE expires_at IS NOT NULL;
+CREATE INDEX propositions_expiring_idx ON kip.propositions (space) WHERE expires_at IS NOT NULL;
 
 -- An ISO-8601 text as timestamptz, or NULL when it is not one: metadata such
 -- as expires_at is agent-written and may be anything; the cycle skips values

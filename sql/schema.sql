@@ -53,6 +53,11 @@ CREATE TABLE kip.concepts (
                  || coalesce(attributes ->> 'aliases', ''))
     ) STORED,
     embedding   vector(384),
+    -- metadata.expires_at as written, for the TTL sweep's partial index
+    -- (sql/maintenance.sql). An index that mentions `metadata` itself would
+    -- make every metadata change a non-HOT update, rewriting an entry in each
+    -- of the table's indexes; this column changes only with expires_at.
+    expires_at  text GENERATED ALWAYS AS (metadata ->> 'expires_at') STORED,
     CONSTRAINT concepts_space_type_name_key UNIQUE (space, type, name),
     -- Target of the propositions' composite foreign keys (same-space endpoints).
     CONSTRAINT concepts_space_id_key UNIQUE (space, id)
@@ -81,6 +86,8 @@ CREATE TABLE kip.propositions (
             replace(predicate, '_', ' ') || ' ' || coalesce(attributes ->> 'description', ''))
     ) STORED,
     embedding       vector(384),
+    -- As for concepts: metadata.expires_at, for the TTL sweep's index.
+    expires_at      text GENERATED ALWAYS AS (metadata ->> 'expires_at') STORED,
     CONSTRAINT proposition_one_subject CHECK ((subject_concept IS NULL) <> (subject_link IS NULL)),
     CONSTRAINT proposition_one_object  CHECK ((object_concept IS NULL) <> (object_link IS NULL)),
     CONSTRAINT propositions_space_id_key UNIQUE (space, id),

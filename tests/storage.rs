@@ -133,6 +133,39 @@ fn versions_and_timestamps_are_maintained_by_the_database() {
     assert!(later);
 }
 
+/// No index of the element tables mentions `metadata` (in a key or a
+/// predicate): an update that changes only metadata, which agents do all the
+/// time, can then be HOT instead of writing into every index. The TTL
+/// sweep's indexes are on the generated `expires_at`, which follows the key.
+#[test]
+fn metadata_is_in_no_index_and_expires_at_follows_it() {
+    let mut c = connect();
+    let indexes: Vec<String> = c
+        .query(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index \
+             WHERE indrelid IN ('kip.concepts'::regclass, 'kip.propositions'::regclass)",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(indexes.iter().any(|d| d.contains("expires_at IS NOT NULL")), "{indexes:#?}");
+    let on_metadata: Vec<&String> = indexes.iter().filter(|d| d.contains("metadata")).collect();
+    assert!(on_metadata.is_empty(), "indexes mentioning metadata: {on_metadata:#?}");
+    let space = new_space(&mut c);
+    let id = concept(&mut c, &space, "Event", "e1");
+    let expires = |c: &mut Client| -> Option<String> {
+        c.query_one("SELECT expires_at FROM kip.concepts WHERE id = $1", &[&id]).unwrap().get(0)
+    };
+    assert_eq!(expires(&mut c), None);
+    c.execute("UPDATE kip.concepts SET metadata = metadata || '{\"expires_at\": \"2026-01-01T00:00:00Z\"}' WHERE id = $1", &[&id])
+        .unwrap();
+    assert_eq!(expires(&mut c).as_deref(), Some("2026-01-01T00:00:00Z"));
+    c.execute("UPDATE kip.concepts SET metadata = metadata - 'expires_at' WHERE id = $1", &[&id]).unwrap();
+    assert_eq!(expires(&mut c), None);
+}
+
 #[test]
 fn bad_space_names_are_refused() {
     let mut c = connect();

@@ -22,7 +22,45 @@ use crate::resolve::protection::exempt_from_maintenance_sql as protected_concept
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::KipError;
 
-const EXPIRED: &str = "kip.try_timestamptz(c.metadata ->> 'expires_at') < now()";
+/// How the sweep reads `metadata.expires_at`. From 0.6.0 on, the element
+/// tables carry it as a generated column, which the partial indexes
+/// `*_expiring_idx` are on; a schema older than the library (before `ALTER
+/// EXTENSION kip UPDATE`) has only the metadata key.
+#[derive(Clone, Copy)]
+struct Expiry {
+    generated: bool,
+}
+
+impl Expiry {
+    fn detect() -> Result<Expiry, KipError> {
+        let generated = spi::lookup_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute \
+               WHERE attrelid = 'kip.concepts'::regclass AND attname = 'expires_at' AND NOT attisdropped)",
+            &[],
+            Access::ReadOnly,
+        )?;
+        Ok(Expiry { generated: generated == serde_json::Value::Bool(true) })
+    }
+
+    /// The expires_at text of the row `alias` (the caller's alias, never user text).
+    fn of(self, alias: &str) -> String {
+        if self.generated {
+            format!("{alias}.expires_at")
+        } else {
+            format!("({alias}.metadata ->> 'expires_at')")
+        }
+    }
+
+    /// The row `alias` carries an expires_at (what the partial index holds).
+    fn present(self, alias: &str) -> String {
+        format!("{} IS NOT NULL", self.of(alias))
+    }
+
+    /// The row `alias` has expired (an unreadable value has not).
+    fn passed(self, alias: &str) -> String {
+        format!("kip.try_timestamptz({}) < now()", self.of(alias))
+    }
+}
 
 fn whitelisted() -> &'static str {
     "coalesce((c.type = 'Event' AND c.attributes ->> 'consolidation_status' IN ('completed', 'archived')) \
@@ -41,18 +79,22 @@ pub fn delete_concepts(space: &str, cap: i64) -> Result<i64, KipError> {
     if cap <= 0 {
         return Ok(0);
     }
+    let e = Expiry::detect()?;
     let sql = format!(
         "WITH cand AS ( \
-           SELECT c.id, c.type, c.name, c.metadata ->> 'expires_at' AS expires_at FROM kip.concepts c \
-           WHERE c.space = $1 AND c.metadata ? 'expires_at' AND {EXPIRED} AND {white} \
+           SELECT c.id, c.type, c.name, {exp} AS expires_at FROM kip.concepts c \
+           WHERE c.space = $1 AND {present} AND {passed} AND {white} \
              AND NOT {prot} AND NOT {SOLE_EVIDENCE} \
-           ORDER BY kip.try_timestamptz(c.metadata ->> 'expires_at'), c.id LIMIT $2), \
+           ORDER BY kip.try_timestamptz({exp}), c.id LIMIT $2), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
            SELECT $1, 'ttl_delete', 'C:' || id, jsonb_build_object('type', type, 'name', name, \
              'expires_at', expires_at, 'reason', 'expires_at passed; whitelisted episodic element (Phase 12)') \
            FROM cand RETURNING 1), \
          del AS (DELETE FROM kip.concepts k USING cand WHERE k.id = cand.id RETURNING k.id) \
          SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM logged)",
+        exp = e.of("c"),
+        present = e.present("c"),
+        passed = e.passed("c"),
         white = whitelisted(),
         prot = protected_concept("c"),
     );
@@ -64,18 +106,19 @@ pub fn delete_links(space: &str, cap: i64) -> Result<i64, KipError> {
     if cap <= 0 {
         return Ok(0);
     }
+    let e = Expiry::detect()?;
     let sql = format!(
         "WITH cand AS ( \
-           SELECT p.id, p.predicate, p.subject, p.object, p.metadata ->> 'expires_at' AS expires_at \
+           SELECT p.id, p.predicate, p.subject, p.object, {exp} AS expires_at \
            FROM kip.propositions p \
            LEFT JOIN kip.concepts s ON s.id = p.subject_concept \
            LEFT JOIN kip.concepts o ON o.id = p.object_concept \
-           WHERE p.space = $1 AND p.metadata ? 'expires_at' \
-             AND kip.try_timestamptz(p.metadata ->> 'expires_at') < now() \
+           WHERE p.space = $1 AND {present} \
+             AND {passed} \
              AND coalesce(p.metadata -> 'superseded', 'false'::jsonb) <> 'true'::jsonb \
              AND (s.id IS NULL OR NOT {ps}) AND (o.id IS NULL OR NOT {po}) \
              AND NOT coalesce(s.type = 'Event' AND coalesce(s.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived'), false) \
-           ORDER BY kip.try_timestamptz(p.metadata ->> 'expires_at'), p.id LIMIT $2), \
+           ORDER BY kip.try_timestamptz({exp}), p.id LIMIT $2), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
            SELECT $1, 'ttl_delete', 'P:' || id || ':' || predicate, jsonb_build_object('subject', kip.element_ref($1, subject), \
              'predicate', predicate, 'object', kip.element_ref($1, object), 'expires_at', expires_at, \
@@ -83,6 +126,9 @@ pub fn delete_links(space: &str, cap: i64) -> Result<i64, KipError> {
            FROM cand RETURNING 1), \
          del AS (DELETE FROM kip.propositions k USING cand WHERE k.id = cand.id RETURNING k.id) \
          SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM logged)",
+        exp = e.of("p"),
+        present = e.present("p"),
+        passed = e.passed("p"),
         ps = protected_concept("s"),
         po = protected_concept("o"),
     );
@@ -91,18 +137,24 @@ pub fn delete_links(space: &str, cap: i64) -> Result<i64, KipError> {
 
 /// Expired Events still pending consolidation: kept, only counted (12A.4).
 pub fn count_pending_expired(space: &str) -> Result<i64, KipError> {
+    let e = Expiry::detect()?;
     let sql = format!(
-        "SELECT count(*) FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Event' AND c.metadata ? 'expires_at' \
-           AND {EXPIRED} AND coalesce(c.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived')"
+        "SELECT count(*) FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Event' AND {} \
+           AND {} AND coalesce(c.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived')",
+        e.present("c"),
+        e.passed("c")
     );
     Ok(spi::query_scalar(&sql, &[SqlParam::Text(space.into())], Access::ReadOnly)?.as_i64().unwrap_or(0))
 }
 
 /// Expired nodes outside the whitelist (never deleted): (type, name) pairs.
 pub fn suspicious(space: &str, cap: i64) -> Result<Vec<(String, String)>, KipError> {
+    let e = Expiry::detect()?;
     let sql = format!(
-        "SELECT c.type, c.name FROM kip.concepts c WHERE c.space = $1 AND c.metadata ? 'expires_at' AND {EXPIRED} \
+        "SELECT c.type, c.name FROM kip.concepts c WHERE c.space = $1 AND {} AND {} \
            AND c.type NOT IN ('Event', 'SleepTask', 'Commitment') AND NOT {white} ORDER BY c.id LIMIT $2",
+        e.present("c"),
+        e.passed("c"),
         white = whitelisted()
     );
     let rows = spi::query(&sql, &[SqlParam::Text(space.into()), SqlParam::Int(cap)], Access::ReadOnly)?;
