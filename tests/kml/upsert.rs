@@ -231,3 +231,51 @@ fn a_failing_kml_command_stops_the_batch_and_leaves_no_partial_write() {
     assert!(!exists(&mut c, "Drug", "Fourth"));
     ok(kip_integration_tests::kip(&mut c, "DESCRIBE PRIMER", json!({})));
 }
+
+/// Consecutive concept blocks are written together (one statement) with the
+/// result of writing them one by one: ids in block order, handles, a name
+/// written twice merging in order, and a link that names a concept of a
+/// later block still failing as it would have before that block ran.
+#[test]
+fn consecutive_concept_blocks_behave_as_one_by_one() {
+    let mut c = medical("batch");
+    let out = run(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?s { {type: "Symptom", name: "Cough"} SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?d { {type: "Drug", name: "Honey"} SET ATTRIBUTES { risk_level: 0 } SET PROPOSITIONS { ("treats", ?s) } }
+             CONCEPT ?h { {type: "Symptom", name: "Headache"} SET ATTRIBUTES { severity: "high" } }
+           } WITH METADATA { source: "batch", confidence: 0.7 }"#,
+    );
+    let ids = out["upsert_concept_nodes"].as_array().unwrap();
+    assert_eq!(ids.len(), 3, "{out}");
+    assert_eq!(ids[0], concept(&mut c, "Symptom", "Cough")["id"], "{out}");
+    assert_eq!(ids[1], concept(&mut c, "Drug", "Honey")["id"], "{out}");
+    assert_eq!(ids[2], concept(&mut c, "Symptom", "Headache")["id"], "{out}");
+    assert_eq!(concept(&mut c, "Symptom", "Headache")["attributes"]["severity"], "high");
+    assert_eq!(concept(&mut c, "Symptom", "Headache")["metadata"]["source"], "batch");
+    let honey = run(&mut c, r#"FIND(COUNT(?l)) WHERE { ?l ({type: "Drug", name: "Honey"}, "treats", {type: "Symptom", name: "Cough"}) }"#);
+    assert_eq!(honey, json!(1));
+    // The same concept twice: the later block's values win, as one by one.
+    run(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?a { {type: "Symptom", name: "Chill"} SET ATTRIBUTES { severity: "mild", note: "first" } }
+             CONCEPT ?b { {type: "Symptom", name: "Chill"} SET ATTRIBUTES { severity: "severe" } }
+           }"#,
+    );
+    let chill = concept(&mut c, "Symptom", "Chill");
+    assert_eq!((chill["attributes"]["severity"].clone(), chill["attributes"]["note"].clone()), (json!("severe"), json!("first")));
+    // A link to a concept that only a later block creates: KIP_3002, and
+    // nothing of the statement is written.
+    let code = fails(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?d { {type: "Drug", name: "Ginger"} SET ATTRIBUTES { risk_level: 0 } SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Nausea"}) } }
+             CONCEPT ?n { {type: "Symptom", name: "Nausea"} SET ATTRIBUTES { severity: "mild" } }
+           }"#,
+    );
+    assert_eq!(code, "KIP_3002");
+    assert!(!exists(&mut c, "Drug", "Ginger"));
+    assert!(!exists(&mut c, "Symptom", "Nausea"));
+}

@@ -7,7 +7,7 @@ use crate::compile::ids::{self, ElementRef};
 use crate::engine::store::{self as store, JsonMap};
 use crate::exec::{Ctx, Origin};
 use crate::resolve::protection::{self, Protection, CORE_DIRECTIVES};
-use kip_lang::ast::{ConceptBlock, ConceptSelector, PropPattern, Predicate, PropositionBlock, SetProposition, UIntArg};
+use kip_lang::ast::{ConceptBlock, ConceptSelector, Endpoint, PropPattern, Predicate, PropositionBlock, SetProposition, UIntArg};
 use kip_lang::{ErrorCode, KipError};
 
 fn version_conflict(what: &str, expected: u64, current: Option<i64>) -> KipError {
@@ -125,14 +125,88 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
         }
         _ => return Err(KipError::syntax("a CONCEPT block is identified by {type: …, name: …} or {id: …}")),
     };
+    block_links(ctx, handles, block, id, &meta)?;
+    Ok(id)
+}
+
+/// After a concept block's own write: define its handle, then write its
+/// `SET PROPOSITIONS` links.
+fn block_links(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, id: i64, meta: &JsonMap) -> Result<(), KipError> {
     let subject = ElementRef::concept(id);
     handles.define(&block.handle, subject);
     let mut links = Vec::new();
     for item in block.set_propositions.iter().flatten() {
-        links.push(set_proposition(ctx, handles, subject, item, &meta)?);
+        links.push(set_proposition(ctx, handles, subject, item, meta)?);
     }
-    write_links(ctx, &links)?;
-    Ok(id)
+    write_links(ctx, &links)
+}
+
+/// A concept block that can share one statement with its neighbours (see
+/// [`concept_run`]): identified by `{type, name}`, no `EXPECT VERSION`,
+/// something to write, and no protection rule to check (an ordinary node:
+/// neither structure nor a system actor). Its identity, attributes and
+/// layered metadata.
+pub struct Plain<'a> {
+    pub block: &'a ConceptBlock,
+    pub type_name: &'a str,
+    pub name: &'a str,
+    pub attrs: JsonMap,
+    pub meta: JsonMap,
+}
+
+impl<'a> Plain<'a> {
+    pub fn of(block: &'a ConceptBlock, statement_meta: &JsonMap) -> Result<Option<Plain<'a>>, KipError> {
+        let ConceptSelector::TypeName { type_name, name } = &block.identity else { return Ok(None) };
+        if block.expect_version.is_some() {
+            return Ok(None);
+        }
+        let (type_name, name) = (lit_str(type_name)?, lit_str(name)?);
+        if protection::classify(type_name, name) != Protection::None {
+            return Ok(None);
+        }
+        let attrs = optional_object(block.set_attributes.as_deref())?;
+        let meta = layered(statement_meta, block.metadata.as_deref())?;
+        if attrs.is_empty() && meta.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Plain { block, type_name, name, attrs, meta }))
+    }
+
+    /// Whether this block's links name the concept `{type_name, name}`
+    /// anywhere (as a target, or inside a structural reference).
+    pub fn mentions(&self, type_name: &str, name: &str) -> bool {
+        self.block.set_propositions.iter().flatten().any(|p| endpoint_mentions(&p.target, type_name, name))
+    }
+}
+
+fn endpoint_mentions(e: &Endpoint, type_name: &str, name: &str) -> bool {
+    match e {
+        Endpoint::Concept(ConceptSelector::TypeName { type_name: t, name: n }) => {
+            lit_str(t).ok() == Some(type_name) && lit_str(n).ok() == Some(name)
+        }
+        Endpoint::Proposition(p) => match p.as_ref() {
+            PropPattern::Triple(t) => endpoint_mentions(&t.subject, type_name, name) || endpoint_mentions(&t.object, type_name, name),
+            PropPattern::Id(_) => false,
+        },
+        _ => false,
+    }
+}
+
+/// Consecutive plain concept blocks: their concepts in one statement, then
+/// each block's handle and links in order, which is what the blocks one by
+/// one would do, as long as no block's links name a concept of a later
+/// block of the run (the caller ends the run before such a block) and no
+/// identity repeats. Returns the row ids in block order.
+pub fn concept_run(ctx: &Ctx, handles: &mut Handles, run: &[Plain<'_>]) -> Result<Vec<i64>, KipError> {
+    let writes: Vec<store::ConceptWrite<'_>> = run
+        .iter()
+        .map(|p| store::ConceptWrite { type_name: p.type_name, name: p.name, attrs: &p.attrs, meta: &p.meta })
+        .collect();
+    let ids = store::concepts_merge(&ctx.space, &writes)?;
+    for (p, id) in run.iter().zip(&ids) {
+        block_links(ctx, handles, p.block, *id, &p.meta)?;
+    }
+    Ok(ids)
 }
 
 /// One `("predicate", target) [WITH METADATA {…}]` entry, checked: additive;
