@@ -260,4 +260,9 @@ fn scale(c: &mut postgres::Client) {
     );
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    // The filler is over a million rows of the shared test database: drop
+    // it, so later runs and tests do not inherit it.
+    for space in &spaces {
+        c.batch_execute(&format!("SELECT kip_drop_space('{space}')")).expect("drop a bench space");
+    }
 }
