@@ -67,6 +67,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
 /// identity is not one of the run's earlier blocks, and no earlier block's
 /// links name it (they must not see it before the blocks one by one would
 /// have created it).
+///
 /// A block whose values are in error ends the run: the blocks one by one
 /// report it, after the errors of the blocks before it.
 fn plain_run<'a>(items: &'a [UpsertItem], statement_meta: &JsonMap) -> Vec<write::Plain<'a>> {

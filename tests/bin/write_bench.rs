@@ -184,15 +184,11 @@ fn fill(c: &mut postgres::Client, space: &str, target: i64) {
                   jsonb_build_object('source', 'filler', 'author', '$self', 'confidence', 0.9, 'memory_tier', 'short-term')
            FROM generate_series({start}, {start} + {events} - 1) g;
          INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept)
-           SELECT '{space}', e.id, 'belongs_to_domain', d.id
-           FROM kip.concepts e JOIN kip.concepts d ON d.space = e.space AND d.type = 'Domain'
-             AND d.name = 'Topic' || (substr(e.name, 8)::bigint % 10)
-           WHERE e.space = '{space}' AND e.type = 'Event' AND e.name LIKE 'filler:%'
-             AND substr(e.name, 8)::bigint >= {start};
-         INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept)
-           SELECT '{space}', e.id, 'involves', p.id
-           FROM kip.concepts e JOIN kip.concepts p ON p.space = e.space AND p.type = 'Person'
-             AND p.name = 'user_' || (substr(e.name, 8)::bigint % 50)
+           SELECT '{space}', e.id, k.predicate, o.id
+           FROM kip.concepts e
+           CROSS JOIN (VALUES ('belongs_to_domain', 'Domain', 'Topic', 10), ('involves', 'Person', 'user_', 50)) AS k(predicate, type, prefix, modulo)
+           JOIN kip.concepts o ON o.space = e.space AND o.type = k.type
+             AND o.name = k.prefix || (substr(e.name, 8)::bigint % k.modulo)
            WHERE e.space = '{space}' AND e.type = 'Event' AND e.name LIKE 'filler:%'
              AND substr(e.name, 8)::bigint >= {start};
          ANALYZE kip.concepts; ANALYZE kip.propositions;"
