@@ -145,7 +145,6 @@ fn guard_sql(params: &mut Params, space: &str, named: &[(String, String)], conce
     format!("(SELECT min(g.i) FROM ({}) AS g(i))", parts.join(" UNION ALL "))
 }
 
-
 struct SortKey {
     exprs: Vec<String>,
     desc: bool,
@@ -179,7 +178,8 @@ fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
 pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, after: Option<&[i64]>) -> Result<FindSql, KipError> {
     let mut params = Params::new();
     let mut cx = Cx::new(env, &mut params);
-    cx.carry_rows = streams_in_natural_order(q);
+    let items = projection::items(&q.projections, &q.where_clauses);
+    cx.carry_rows = streams_in_natural_order(q, &items);
     let rel = compile_block(&q.where_clauses, &Scope::default(), &mut cx, true)?;
     for p in q.projections.iter().chain(q.order_by.iter().map(|k| &k.expr)) {
         match p {
@@ -187,7 +187,6 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
             Projection::Aggregate(a) => check_bound(&a.arg, &rel.vars)?,
         }
     }
-    let items = projection::items(&q.projections, &q.where_clauses);
     let grouped = items.iter().any(|i| matches!(i, Item::Agg { grouped: true, .. }));
     let mut ctes = vec![format!("s AS ({})", rel.sql)];
     let mut outputs: Vec<String> = Vec::new();
@@ -281,6 +280,7 @@ fn plain_plan(
     }
     let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| vars.iter().find(|v| &v.name == k).cloned()).collect();
     let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
+    let key_cols: String = cols.iter().map(|c| format!("{c}, ")).collect();
     let distinct = solutions_are_distinct(&q.where_clauses, &keys);
     ctes.push(if distinct {
         // No GROUP BY, which would read every solution before the first
@@ -292,11 +292,10 @@ fn plain_plan(
             .filter(|v| v.carried)
             .flat_map(|v| CARRIED_CONCEPT_COLUMNS.iter().map(move |c| format!("s.{}_{c}, ", v.column)))
             .collect();
-        format!("d AS (SELECT {}{carried}s.ord AS ord FROM s)", cols.iter().map(|c| format!("{c}, ")).collect::<String>())
+        format!("d AS (SELECT {key_cols}{carried}s.ord AS ord FROM s)")
     } else {
         format!(
-            "d AS (SELECT {}min(s.ord) AS ord FROM s{})",
-            cols.iter().map(|c| format!("{c}, ")).collect::<String>(),
+            "d AS (SELECT {key_cols}min(s.ord) AS ord FROM s{})",
             if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
         )
     });
@@ -381,11 +380,10 @@ fn plain_plan(
 /// carry their concept rows (`Cx::carry_rows`): the scan that finds a
 /// solution has read its row already, and reading it again by primary key
 /// for the projection doubled the cost of an attribute FILTER.
-fn streams_in_natural_order(q: &FindQuery) -> bool {
-    let items = projection::items(&q.projections, &q.where_clauses);
+fn streams_in_natural_order(q: &FindQuery, items: &[Item]) -> bool {
     q.order_by.is_empty()
         && items.iter().all(|i| matches!(i, Item::Column(_)))
-        && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(&items))
+        && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(items))
 }
 
 /// Whether the solutions of `clauses` are already distinct on the variables

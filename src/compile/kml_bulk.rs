@@ -60,6 +60,13 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
     );
     let tail = "FROM (SELECT 1) one LEFT JOIN refusal r ON true";
     let refusal_cols = "r.reason, r.id, r.type, r.name";
+    // Rewrites of both tables, `c` and `l`, answering their row counts.
+    let both_tables = |concepts: String, links: String| {
+        format!(
+            "WITH {head}, c AS ({concepts}), l AS ({links}) \
+             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM c), (SELECT count(*) FROM l), {refusal_cols} {tail}"
+        )
+    };
     let sql = match action {
         BulkAction::Update { attributes, metadata } => {
             let mut rewrite = |table: &str, kind: ElementKind| -> Result<String, KipError> {
@@ -68,35 +75,24 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                 // `table` is one of two constants below, never user text.
                 Ok(format!(
                     "UPDATE {table} x SET attributes = x.attributes || {attrs}, metadata = x.metadata || {meta} \
-                     FROM t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text \
-                       AND ({attrs} <> '{{}}'::jsonb OR {meta} <> '{{}}'::jsonb) RETURNING 1",
-                    kind_test = kind_test(kind)
+                     FROM {} AND ({attrs} <> '{{}}'::jsonb OR {meta} <> '{{}}'::jsonb) RETURNING 1",
+                    allowed_targets(kind)
                 ))
             };
             let concepts = rewrite("kip.concepts", ElementKind::Concept)?;
             let links = rewrite("kip.propositions", ElementKind::Proposition)?;
-            format!(
-                "WITH {head}, c AS ({concepts}), l AS ({links}) \
-                 SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM c), (SELECT count(*) FROM l), {refusal_cols} {tail}"
-            )
+            both_tables(concepts, links)
         }
         BulkAction::DeleteKeys { keys, metadata } => {
             let keys = format!("{}::text[]", params.push(SqlParam::TextArray(keys)));
             let column = if metadata { "metadata" } else { "attributes" };
             let strip = |table: &str, kind: ElementKind| {
                 format!(
-                    "UPDATE {table} x SET {column} = x.{column} - {keys} \
-                     FROM t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text \
-                       AND x.{column} ?| {keys} RETURNING 1",
-                    kind_test = kind_test(kind)
+                    "UPDATE {table} x SET {column} = x.{column} - {keys} FROM {} AND x.{column} ?| {keys} RETURNING 1",
+                    allowed_targets(kind)
                 )
             };
-            format!(
-                "WITH {head}, c AS ({}), l AS ({}) \
-                 SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM c), (SELECT count(*) FROM l), {refusal_cols} {tail}",
-                strip("kip.concepts", ElementKind::Concept),
-                strip("kip.propositions", ElementKind::Proposition)
-            )
+            both_tables(strip("kip.concepts", ElementKind::Concept), strip("kip.propositions", ElementKind::Proposition))
         }
         BulkAction::DeletePropositions => format!(
             "WITH RECURSIVE {head}, \
@@ -105,9 +101,9 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                  UNION \
                  SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
              ), \
-             gone AS (DELETE FROM kip.propositions x USING t, allowed \
-                      WHERE allowed.ok AND x.id = t.id AND t.type IS NULL AND x.space = $1::text RETURNING 1) \
-             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM doomed), 0, {refusal_cols} {tail}"
+             gone AS (DELETE FROM kip.propositions x USING {} RETURNING 1) \
+             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM doomed), 0, {refusal_cols} {tail}",
+            allowed_targets(ElementKind::Proposition)
         ),
         BulkAction::DeleteConcepts => format!(
             "WITH RECURSIVE {head}, \
@@ -121,18 +117,21 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                  UNION \
                  SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
              ), \
-             gone AS (DELETE FROM kip.concepts x USING t, allowed \
-                      WHERE allowed.ok AND x.id = t.id AND t.type IS NOT NULL AND x.space = $1::text RETURNING 1) \
-             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM gone), (SELECT count(*) FROM doomed), {refusal_cols} {tail}"
+             gone AS (DELETE FROM kip.concepts x USING {} RETURNING 1) \
+             SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM gone), (SELECT count(*) FROM doomed), {refusal_cols} {tail}",
+            allowed_targets(ElementKind::Concept)
         ),
     };
     Ok(BulkSql { sql, params })
 }
 
-/// `t.type IS …`: targets that are concepts carry their type, links do not.
-fn kind_test(kind: ElementKind) -> &'static str {
-    match kind {
+/// After `FROM` / `USING` of a rewrite or removal of the table row `x`: the
+/// targets of `kind` (concepts carry their type, links do not), in the
+/// space, only when nothing was refused.
+fn allowed_targets(kind: ElementKind) -> String {
+    let kind_test = match kind {
         ElementKind::Concept => "NOT NULL",
         ElementKind::Proposition => "NULL",
-    }
+    };
+    format!("t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text")
 }

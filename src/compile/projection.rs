@@ -185,7 +185,7 @@ impl VarAccess for SolutionAccess {
         }
         let var = self.var(name)?;
         let carried = self.vars.iter().any(|v| v.name == name && v.carried);
-        if carried && var.kind == VarKind::Concept {
+        if carried {
             // The solution brought the row's columns along: name them as a
             // row (a subquery without FROM, which the planner flattens).
             let a = cx.alias("ec");

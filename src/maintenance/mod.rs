@@ -91,13 +91,14 @@ fn run_space(space: &Space) -> Result<Value, KipError> {
         Err(e) => json!({ "error": e.to_json() }),
     };
     // Phase 12: one cap for nodes and links together.
-    let expired_deleted = ttl::delete_concepts(name, cap)?;
-    let expired_links_deleted = ttl::delete_links(name, cap - expired_deleted)?;
-    let expired_kept_pending = ttl::count_pending_expired(name)?;
+    let expiry = ttl::Expiry::detect()?;
+    let expired_deleted = ttl::delete_concepts(expiry, name, cap)?;
+    let expired_links_deleted = ttl::delete_links(expiry, name, cap - expired_deleted)?;
+    let expired_kept_pending = ttl::count_pending_expired(expiry, name)?;
     let mut review_tasks = 0;
     let mut errors = Vec::new();
     let mut budget = tasks::TaskBudget::new();
-    for (ty, concept) in ttl::suspicious(name, cap)? {
+    for (ty, concept) in ttl::suspicious(expiry, name, cap)? {
         let task = tasks::Task {
             action: "review",
             key: format!("ttl:{ty}:{concept}"),

@@ -26,13 +26,14 @@ use kip_lang::KipError;
 /// tables carry it as a generated column, which the partial indexes
 /// `*_expiring_idx` are on; a schema older than the library (before `ALTER
 /// EXTENSION kip UPDATE`) has only the metadata key.
+/// Detected once per maintenance cycle.
 #[derive(Clone, Copy)]
-struct Expiry {
+pub struct Expiry {
     generated: bool,
 }
 
 impl Expiry {
-    fn detect() -> Result<Expiry, KipError> {
+    pub fn detect() -> Result<Expiry, KipError> {
         let generated = spi::lookup_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute \
                WHERE attrelid = 'kip.concepts'::regclass AND attname = 'expires_at' AND NOT attisdropped)",
@@ -75,11 +76,10 @@ const SOLE_EVIDENCE: &str = "EXISTS (SELECT 1 FROM kip.propositions d WHERE d.ob
     WHERE d2.subject = d.subject AND d2.predicate = 'derived_from' AND d2.object <> c.id))";
 
 /// Delete expired, eligible concepts; returns how many.
-pub fn delete_concepts(space: &str, cap: i64) -> Result<i64, KipError> {
+pub fn delete_concepts(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
     if cap <= 0 {
         return Ok(0);
     }
-    let e = Expiry::detect()?;
     let sql = format!(
         "WITH cand AS ( \
            SELECT c.id, c.type, c.name, {exp} AS expires_at FROM kip.concepts c \
@@ -102,11 +102,10 @@ pub fn delete_concepts(space: &str, cap: i64) -> Result<i64, KipError> {
 }
 
 /// Delete expired, eligible proposition links; returns how many.
-pub fn delete_links(space: &str, cap: i64) -> Result<i64, KipError> {
+pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
     if cap <= 0 {
         return Ok(0);
     }
-    let e = Expiry::detect()?;
     let sql = format!(
         "WITH cand AS ( \
            SELECT p.id, p.predicate, p.subject, p.object, {exp} AS expires_at \
@@ -136,8 +135,7 @@ pub fn delete_links(space: &str, cap: i64) -> Result<i64, KipError> {
 }
 
 /// Expired Events still pending consolidation: kept, only counted (12A.4).
-pub fn count_pending_expired(space: &str) -> Result<i64, KipError> {
-    let e = Expiry::detect()?;
+pub fn count_pending_expired(e: Expiry, space: &str) -> Result<i64, KipError> {
     let sql = format!(
         "SELECT count(*) FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Event' AND {} \
            AND {} AND coalesce(c.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived')",
@@ -148,8 +146,7 @@ pub fn count_pending_expired(space: &str) -> Result<i64, KipError> {
 }
 
 /// Expired nodes outside the whitelist (never deleted): (type, name) pairs.
-pub fn suspicious(space: &str, cap: i64) -> Result<Vec<(String, String)>, KipError> {
-    let e = Expiry::detect()?;
+pub fn suspicious(e: Expiry, space: &str, cap: i64) -> Result<Vec<(String, String)>, KipError> {
     let sql = format!(
         "SELECT c.type, c.name FROM kip.concepts c WHERE c.space = $1 AND {} AND {} \
            AND c.type NOT IN ('Event', 'SleepTask', 'Commitment') AND NOT {white} ORDER BY c.id LIMIT $2",

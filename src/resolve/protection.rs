@@ -120,6 +120,22 @@ fn structure_concept_sql(alias: &str) -> String {
     )
 }
 
+/// SQL condition: the link row `p`, whose subject and object concept rows
+/// are `s` and `o`, anchors protected structure in `CoreSchema` (the
+/// aliases are the callers' own, never user text).
+fn anchors_sql(p: &str, s: &str, o: &str) -> String {
+    format!(
+        "{p}.predicate = '{BELONGS_TO_DOMAIN}' AND {o}.type = '{DOMAIN}' AND {o}.name = '{CORE_SCHEMA}' AND {}",
+        structure_concept_sql(s)
+    )
+}
+
+/// SQL condition: the `kip.concepts` row `alias` is a system actor.
+fn system_actor_sql(alias: &str) -> String {
+    let actors = SYSTEM_ACTORS.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
+    format!("({alias}.type = 'Person' AND {alias}.name IN ({actors}))")
+}
+
 /// The anchoring links among `ids` (`belongs_to_domain` links from
 /// protected structure to `CoreSchema`) that writing `attrs` and `meta`
 /// would change: (link id, subject type, subject name).
@@ -132,9 +148,8 @@ fn anchoring_links(space: &Space, ids: &[i64], attrs: &Map<String, Value>, meta:
         "SELECT p.id, s.type, s.name FROM kip.propositions p \
            JOIN kip.concepts s ON s.id = p.subject_concept \
            JOIN kip.concepts o ON o.id = p.object_concept \
-          WHERE p.space = $1 AND p.id = ANY($2) AND p.predicate = '{BELONGS_TO_DOMAIN}' \
-            AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {} AND {} ORDER BY p.id",
-        structure_concept_sql("s"),
+          WHERE p.space = $1 AND p.id = ANY($2) AND {} AND {} ORDER BY p.id",
+        anchors_sql("p", "s", "o"),
         changes_sql("p", "$3", "$4")
     );
     let rows = spi::query(&sql, &params, Access::ReadWrite)?;
@@ -214,10 +229,10 @@ pub fn check_link_upsert(
     }
     let sql = format!(
         "SELECT p.id, s.type, s.name FROM kip.concepts s \
-           JOIN kip.concepts o ON o.id = $3 AND o.space = $1 AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' \
-           JOIN kip.propositions p ON p.subject_concept = s.id AND p.object_concept = o.id AND p.predicate = '{BELONGS_TO_DOMAIN}' \
+           JOIN kip.concepts o ON o.id = $3 AND o.space = $1 \
+           JOIN kip.propositions p ON p.subject_concept = s.id AND p.object_concept = o.id \
           WHERE s.space = $1 AND s.id = $2 AND {} AND {}",
-        structure_concept_sql("s"),
+        anchors_sql("p", "s", "o"),
         changes_sql("p", "$4", "$5")
     );
     let rows = spi::query(&sql, &[space.param(), SqlParam::Int(s), SqlParam::Int(o), json(attrs), json(meta)], Access::ReadWrite)?;
@@ -291,8 +306,7 @@ impl Refusal {
 /// the space name. Only this module's constants reach the SQL text.
 pub fn refusal_sql(rules: BulkRules, space: &str) -> String {
     let mut parts = Vec::new();
-    let actors = SYSTEM_ACTORS.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
-    let system_actor = format!("t.type = 'Person' AND t.name IN ({actors})");
+    let system_actor = system_actor_sql("t");
     if rules.no_concepts {
         parts.push("SELECT 1, t.id, t.type, t.name FROM t WHERE t.type IS NOT NULL".to_string());
     }
@@ -312,11 +326,10 @@ pub fn refusal_sql(rules: BulkRules, space: &str) -> String {
         // the targets: a handful of rows, whatever the number of targets.
         parts.push(format!(
             "SELECT 4, p.id, s.type, s.name FROM kip.concepts o \
-               JOIN kip.propositions p ON p.object_concept = o.id AND p.predicate = '{BELONGS_TO_DOMAIN}' \
+               JOIN kip.propositions p ON p.object_concept = o.id \
                JOIN kip.concepts s ON s.id = p.subject_concept \
-              WHERE o.space = {space} AND o.type = '{DOMAIN}' AND o.name = '{CORE_SCHEMA}' AND {} \
-                AND p.id IN (SELECT t.id FROM t WHERE t.type IS NULL)",
-            structure_concept_sql("s")
+              WHERE o.space = {space} AND {} AND p.id IN (SELECT t.id FROM t WHERE t.type IS NULL)",
+            anchors_sql("p", "s", "o")
         ));
     }
     if parts.is_empty() {
@@ -334,14 +347,14 @@ pub fn refusal_sql(rules: BulkRules, space: &str) -> String {
 /// `CoreSchema`. `alias` is a table alias written in the callers, never
 /// user text.
 pub fn exempt_from_maintenance_sql(alias: &str) -> String {
-    let actors = SYSTEM_ACTORS.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ");
     format!(
         "({a}.type IN ('{CONCEPT_TYPE}', '{PROPOSITION_TYPE}', '{DOMAIN}') \
-          OR ({a}.type = 'Person' AND {a}.name IN ({actors})) \
+          OR {actor} \
           OR EXISTS (SELECT 1 FROM kip.propositions pb JOIN kip.concepts pd ON pd.id = pb.object_concept \
                      WHERE pb.subject_concept = {a}.id AND pb.predicate = '{BELONGS_TO_DOMAIN}' \
                        AND pd.type = '{DOMAIN}' AND pd.name = '{CORE_SCHEMA}'))",
-        a = alias
+        a = alias,
+        actor = system_actor_sql(alias)
     )
 }
 
