@@ -15,3 +15,20 @@ DROP INDEX kip.concepts_expiring_idx;
 DROP INDEX kip.propositions_expiring_idx;
 CREATE INDEX concepts_expiring_idx ON kip.concepts (space) WHERE expires_at IS NOT NULL;
 CREATE INDEX propositions_expiring_idx ON kip.propositions (space) WHERE expires_at IS NOT NULL;
+
+-- issue 11: performance (the space check of every call)
+--
+-- Each backend remembers which spaces are ready, so a call no longer reads
+-- kip.spaces; this trigger makes every backend forget them when the table
+-- changes. Until it exists, the library remembers nothing.
+-- Each backend remembers which spaces are ready (src/bootstrap/known_spaces.rs)
+-- and forgets them when this table changes: the trigger registers a relcache
+-- invalidation of the table, delivered to every backend.
+CREATE FUNCTION kip.spaces_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_spaces_changed';
+COMMENT ON FUNCTION kip.spaces_changed() IS 'Tells every backend that kip.spaces changed (kip internal)';
+CREATE TRIGGER spaces_changed AFTER UPDATE OR DELETE OR TRUNCATE ON kip.spaces
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.spaces_changed();
+-- Also where session_replication_role = replica (a logical replication
+-- subscriber applying a dropped space).
+ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed;

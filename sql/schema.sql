@@ -32,6 +32,18 @@ CREATE TABLE kip.spaces (
 COMMENT ON TABLE kip.spaces IS 'Memory spaces; select one with SET kip.space';
 COMMENT ON COLUMN kip.spaces.capsule_level IS 'Capsule level of the space; older spaces are upgraded on their next use';
 
+-- Each backend remembers which spaces are ready (src/bootstrap/known_spaces.rs)
+-- and forgets them when this table changes: the trigger registers a relcache
+-- invalidation of the table, delivered to every backend.
+CREATE FUNCTION kip.spaces_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_spaces_changed';
+COMMENT ON FUNCTION kip.spaces_changed() IS 'Tells every backend that kip.spaces changed (kip internal)';
+CREATE TRIGGER spaces_changed AFTER UPDATE OR DELETE OR TRUNCATE ON kip.spaces
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.spaces_changed();
+-- Also where session_replication_role = replica (a logical replication
+-- subscriber applying a dropped space).
+ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed;
+
 CREATE SEQUENCE kip.element_id_seq AS bigint;
 COMMENT ON SEQUENCE kip.element_id_seq IS 'Shared id sequence of concepts and propositions';
 

@@ -21,6 +21,7 @@
 //! (`upgrade`).
 
 mod capsules;
+pub mod known_spaces;
 mod merge;
 mod upgrade;
 

@@ -2,29 +2,38 @@
 //! bootstrapped with the capsules on first use, and brought up to the current
 //! capsule level later.
 
+use super::known_spaces;
 use crate::exec::{spi, subxact, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::KipError;
 
 /// Whether the space exists already.
 pub fn exists(space: &Space) -> Result<bool, KipError> {
-    let v = spi::lookup_scalar(
-        "SELECT EXISTS (SELECT 1 FROM kip.spaces WHERE name = $1)",
-        &[space.param()],
-        Access::ReadOnly,
-    )?;
-    Ok(v == serde_json::Value::Bool(true))
+    if known_spaces::is_ready(space) {
+        return Ok(true);
+    }
+    let Some(state) = state(space, Read::ReadOnly)? else {
+        return Ok(false);
+    };
+    if state.bootstrapped && !state.needs_upgrade() {
+        known_spaces::remember(space, state.xmin.as_deref())?;
+    }
+    Ok(true)
 }
 
 /// Create the space if needed and make sure it is bootstrapped at the
 /// current capsule level. Concurrent first uses are serialized on the space's
 /// row, so the bootstrap, or a space's capsule upgrade, runs once.
 pub fn ensure(space: &Space) -> Result<(), KipError> {
-    // Fast path, taken by every call after the first: no insert attempt and
-    // no row lock, so concurrent writers of one space never queue here.
-    if let Some(state) = state(space, false)? {
+    // Fast paths, taken by every call after the first: a space this backend
+    // knows to be ready, or one whose row says so (no insert attempt and no
+    // row lock, so concurrent writers of one space never queue here).
+    if known_spaces::is_ready(space) {
+        return Ok(());
+    }
+    if let Some(state) = state(space, Read::Plain)? {
         if state.bootstrapped && !state.needs_upgrade() {
-            return Ok(());
+            return known_spaces::remember(space, state.xmin.as_deref());
         }
     }
     spi::execute(
@@ -32,7 +41,7 @@ pub fn ensure(space: &Space) -> Result<(), KipError> {
         &[space.param()],
         Access::ReadWrite,
     )?;
-    let state = state(space, true)?.unwrap_or_default();
+    let state = state(space, Read::Locked)?.unwrap_or_default();
     if !state.bootstrapped {
         super::run(space)?;
         spi::execute(
@@ -57,6 +66,8 @@ struct State {
     /// are older than the library (before `ALTER EXTENSION kip UPDATE`),
     /// when the column does not exist yet and no upgrade is attempted.
     level: Option<i32>,
+    /// The row's `xmin`: which transaction wrote it (`known_spaces`).
+    xmin: Option<String>,
 }
 
 impl State {
@@ -65,17 +76,29 @@ impl State {
     }
 }
 
+/// How [`state`] reads the row.
+#[derive(PartialEq)]
+enum Read {
+    /// In a read-only statement, for the read-only entry points.
+    ReadOnly,
+    Plain,
+    /// `FOR UPDATE`: the row stays locked until the transaction ends.
+    Locked,
+}
+
 /// Read through `to_jsonb(row)` so this also works on a 0.1.0 schema.
-fn state(space: &Space, lock: bool) -> Result<Option<State>, KipError> {
-    let sql = if lock {
-        "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level' FROM kip.spaces s WHERE name = $1 FOR UPDATE"
+fn state(space: &Space, read: Read) -> Result<Option<State>, KipError> {
+    let sql = if read == Read::Locked {
+        "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level', s.xmin::text FROM kip.spaces s WHERE name = $1 FOR UPDATE"
     } else {
-        "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level' FROM kip.spaces s WHERE name = $1"
+        "SELECT bootstrapped_at IS NOT NULL, to_jsonb(s) -> 'capsule_level', s.xmin::text FROM kip.spaces s WHERE name = $1"
     };
-    let rows = spi::lookup(sql, &[space.param()], Access::ReadWrite)?;
+    let access = if read == Read::ReadOnly { Access::ReadOnly } else { Access::ReadWrite };
+    let rows = spi::lookup(sql, &[space.param()], access)?;
     Ok(rows.into_iter().next().map(|row| State {
         bootstrapped: row.first() == Some(&serde_json::Value::Bool(true)),
         level: row.get(1).and_then(|v| v.as_i64()).map(|v| v as i32),
+        xmin: row.get(2).and_then(|v| v.as_str()).map(str::to_string),
     }))
 }
 
@@ -105,8 +128,8 @@ fn upgrade_capsules(space: &Space, from: i32) {
 /// The capsule upgrade of one space, for the maintenance cycle: `Ok(true)`
 /// when it ran, `Ok(false)` when the space was already current.
 pub fn upgrade_if_needed(space: &Space) -> Result<bool, KipError> {
-    match state(space, true)? {
-        Some(State { bootstrapped: true, level: Some(from) }) if from < super::capsules::LEVEL => {
+    match state(space, Read::Locked)? {
+        Some(State { bootstrapped: true, level: Some(from), .. }) if from < super::capsules::LEVEL => {
             subxact::run_isolated(|| {
                 super::upgrade(space, from)?;
                 record_level(space)

@@ -329,7 +329,14 @@ fn plain_plan(
             sort.push(SortKey { exprs: names, desc: k.direction == SortDirection::Desc });
         }
     }
-    let mut tail = vec!["ord".to_string()];
+    // Streaming solutions (one branch, so `ord` is constant, and ids that
+    // are never null) continue after the previous page's last ids instead
+    // of skipping: keyset pagination.
+    let streams = q.order_by.is_empty() && distinct && !key_vars.is_empty() && key_vars.len() <= MAX_KEYSET_IDS;
+    // A constant `ord` is left out of the page's order: the planner drops
+    // it from the window's order, and would then sort the page again to
+    // match an outer order that names it.
+    let mut tail = if streams { vec![] } else { vec!["ord".to_string()] };
     for (i, v) in key_vars.iter().enumerate() {
         select.push(format!("d.{} AS t{i}", v.column));
         tail.push(format!("t{i}"));
@@ -352,10 +359,6 @@ fn plain_plan(
         // cost an index entry each, not a lookup each.
         let key_ids: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
         let natural = order_clause(&[], &[vec!["d.ord".to_string()], key_ids.clone()].concat());
-        // Streaming solutions (one branch, so `ord` is constant, and
-        // ids that are never null) continue after the previous page's
-        // last ids instead of skipping: keyset pagination.
-        let streams = distinct && !key_vars.is_empty() && key_vars.len() <= MAX_KEYSET_IDS;
         if streams {
             // Each row is the result columns, then (no ORDER BY keys
             // here) the key ids `t0…`, then `ord`.

@@ -23,6 +23,7 @@ pub mod export;
 pub mod find;
 pub mod limits;
 pub mod merge;
+mod parsed;
 pub mod search;
 pub mod store;
 pub mod targets;
@@ -93,7 +94,7 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
 /// Parse and bind a command text, and refuse writes in read-only mode.
 pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
     limits::check_command_size(&cmd.command)?;
-    let script = kip_lang::parse(&cmd.command)?;
+    let script = parsed::parse(&cmd.command)?;
     limits::check_clauses(&script)?;
     let script = kip_lang::bind(script, &cmd.parameters)?;
     if script.commands.is_empty() {
