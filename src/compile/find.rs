@@ -15,6 +15,7 @@
 //! then by UNION branch, then by the projected variables' ids (first
 //! appearance), so pages are stable and the natural order is creation order.
 
+use crate::compile::distinct::solutions_are_distinct;
 use crate::compile::filter::unbound;
 use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
@@ -22,7 +23,7 @@ use crate::compile::Params;
 use crate::compile::env::Env;
 use crate::compile::pattern::ground;
 use crate::compile::SqlParam;
-use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection, WhereClause};
+use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
 use kip_lang::{ErrorCode, KipError};
 
 /// Where an entry of the result comes from in the SQL output row.
@@ -371,7 +372,9 @@ fn plain_plan(
             }
             _ => format!("ORDER BY {natural} LIMIT {lim} OFFSET {off}"),
         };
-        format!("SELECT {} FROM (SELECT * FROM d {window}) d {} ORDER BY {order}", select.join(", "), acc.joins_sql())
+        let select = select.join(", ");
+        let joins = acc.joins_sql_for(&select);
+        format!("SELECT {select} FROM (SELECT * FROM d {window}) d {joins} ORDER BY {order}")
     } else {
         format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
     };
@@ -387,19 +390,6 @@ fn streams_in_natural_order(q: &FindQuery, items: &[Item]) -> bool {
     q.order_by.is_empty()
         && items.iter().all(|i| matches!(i, Item::Column(_)))
         && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(items))
-}
-
-/// Whether the solutions of `clauses` are already distinct on the variables
-/// `keys`, so deduplicating them would change nothing: every clause is a
-/// concept clause, a FILTER or a NOT (none of which repeats a solution),
-/// and every variable the concept clauses bind is a key. Each solution is
-/// then a distinct combination of concepts, one row each.
-fn solutions_are_distinct(clauses: &[WhereClause], keys: &[String]) -> bool {
-    clauses.iter().all(|c| match c {
-        WhereClause::Concept { var, .. } => keys.contains(var),
-        WhereClause::Filter(_) | WhereClause::Not(_) => true,
-        WhereClause::Proposition { .. } | WhereClause::Optional(_) | WhereClause::Union(_) => false,
-    })
 }
 
 /// A scalar aggregation over all solutions.

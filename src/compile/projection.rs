@@ -140,7 +140,8 @@ pub(crate) struct SolutionAccess {
     src: String,
     vars: Vec<VarBinding>,
     rows: HashMap<String, Row>,
-    pub joins: Vec<String>,
+    /// The joins made so far, with the alias each introduces.
+    joins: Vec<(String, String)>,
     /// Element rows are read by a primary-key lookup per solution row
     /// ([`SolutionAccess::per_row`]) instead of a join the planner may turn
     /// into a merge or hash join.
@@ -169,7 +170,21 @@ impl SolutionAccess {
     }
 
     pub fn joins_sql(&self) -> String {
-        self.joins.join(" ")
+        self.joins.iter().map(|(_, sql)| sql.as_str()).collect::<Vec<_>>().join(" ")
+    }
+
+    /// [`SolutionAccess::joins_sql`] without the joins `used` never names.
+    /// An element variable of either kind gets a row from each table, of
+    /// which a path may read one (`?o.name` reads the concept's); a plain
+    /// LEFT JOIN on a unique key that nothing reads is removed by the
+    /// planner, a per-row lookup is not.
+    pub fn joins_sql_for(&self, used: &str) -> String {
+        self.joins
+            .iter()
+            .filter(|(alias, _)| names_alias(used, alias))
+            .map(|(_, sql)| sql.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -192,7 +207,7 @@ impl VarAccess for SolutionAccess {
             let columns: Vec<String> = std::iter::once(format!("{} AS id", var.expr))
                 .chain(CARRIED_CONCEPT_COLUMNS.iter().map(|c| format!("{}_{c} AS {c}", var.expr)))
                 .collect();
-            self.joins.push(format!("LEFT JOIN LATERAL (SELECT {}) {a} ON true", columns.join(", ")));
+            self.joins.push((a.clone(), format!("LEFT JOIN LATERAL (SELECT {}) {a} ON true", columns.join(", "))));
             let row = Row::Concept(a);
             self.rows.insert(name.to_string(), row.clone());
             return Some(row);
@@ -201,14 +216,15 @@ impl VarAccess for SolutionAccess {
         let per_row = self.per_row;
         let mut join = |table: &str, prefix: &str| {
             let a = cx.alias(prefix);
-            self.joins.push(if per_row {
+            let sql = if per_row {
                 format!(
                     "LEFT JOIN LATERAL (SELECT * FROM kip.{table} r WHERE r.id = {} AND r.space = {space} OFFSET 0) {a} ON true",
                     var.expr
                 )
             } else {
                 format!("LEFT JOIN kip.{table} {a} ON {a}.id = {} AND {a}.space = {space}", var.expr)
-            });
+            };
+            self.joins.push((a.clone(), sql));
             a
         };
         let row = match var.kind {
@@ -224,6 +240,14 @@ impl VarAccess for SolutionAccess {
         self.rows.insert(name.to_string(), row.clone());
         Some(row)
     }
+}
+
+/// Whether `sql` reads a column of the relation `alias` (`alias.col`).
+fn names_alias(sql: &str, alias: &str) -> bool {
+    let qualified = format!("{alias}.");
+    sql.match_indices(&qualified).any(|(at, _)| {
+        !sql[..at].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// A whole element (or predicate name) as its KIP JSON value.

@@ -428,6 +428,22 @@ fn a_streaming_find_reads_each_element_row_once() {
 }
 
 #[test]
+fn the_links_of_one_anchor_stream_without_dedup() {
+    // `(space, subject, predicate, object)` is unique and the anchor is one
+    // concept: each ?o is one solution, so there is nothing to group.
+    let plan = find(r#"FIND(?o.name) WHERE { ?s {type: "Drug", name: "Aspirin"} (?s, "treats", ?o) }"#, 10, 0).unwrap();
+    assert!(!plan.sql.contains("GROUP BY"), "{}", plan.sql);
+    assert_eq!(plan.keyset, Some(vec![1]), "{}", plan.sql);
+    // ?o may be a concept or a link; its name is only a concept's, so the
+    // page looks up no link row.
+    assert!(plan.sql.contains("FROM kip.concepts r"), "{}", plan.sql);
+    assert!(!plan.sql.contains("FROM kip.propositions r"), "{}", plan.sql);
+    // Two hops may reach ?o twice.
+    let plan = find(r#"FIND(?o.name) WHERE { ?s {type: "Drug", name: "Aspirin"} (?s, "treats", ?m) (?m, "treats", ?o) }"#, 10, 0).unwrap();
+    assert!(plan.sql.contains("GROUP BY"), "{}", plan.sql);
+}
+
+#[test]
 fn a_streaming_find_pages_by_keyset() {
     let Command::Find(q) = command(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.name != "B") } LIMIT 10"#) else {
         unreachable!()

@@ -1,0 +1,188 @@
+//! When a pattern's solutions are already distinct on the variables a FIND
+//! projects, so that deduplicating them (a GROUP BY that reads every
+//! solution before the first row of the page) would change nothing.
+//!
+//! A solution is one row of each clause's table, so solutions are distinct
+//! on the keys when every row is *determined* by them: two solutions that
+//! agree on the keys then agree on every row, and are the same solution.
+//! What determines a row:
+//!
+//! * a concept clause's row is its variable's concept; an identity selector
+//!   (`{id}`, `{type, name}`) names at most one, so it is determined by
+//!   nothing (a constant), and its variable with it;
+//! * a proposition clause's row is one link. `(space, subject, predicate,
+//!   object)` is unique, so the link is determined by its two endpoints and
+//!   a single predicate; a named link (`?l (…)`) determines its endpoints
+//!   and its predicate in turn. A `{id}` link is a constant;
+//! * an anonymous endpoint: an element id or an identity selector is a
+//!   constant; a broad selector (`{type}`, `{name}`) is determined only
+//!   through the link; a nested link as a proposition clause.
+//!
+//! Predicate alternatives and hop walks can join the same endpoints more
+//! than once, and OPTIONAL and UNION blocks add rows or branches, so a
+//! pattern that holds them is not known to be distinct. FILTER and NOT only
+//! remove solutions.
+
+use kip_lang::ast::{Endpoint, Predicate, PropPattern, WhereClause};
+use std::collections::HashSet;
+
+/// Whether the solutions of `clauses` are distinct on the variables `keys`.
+pub(crate) fn solutions_are_distinct(clauses: &[WhereClause], keys: &[String]) -> bool {
+    if clauses.iter().any(|c| matches!(c, WhereClause::Optional(_) | WhereClause::Union(_))) {
+        return false;
+    }
+    let mut known: HashSet<&str> = keys.iter().map(String::as_str).collect();
+    // Fixpoint: each pass may determine more variables; at most one pass
+    // per clause can add one.
+    loop {
+        let before = known.len();
+        for clause in clauses {
+            match clause {
+                WhereClause::Concept { var, selector } if selector.is_identity() => {
+                    known.insert(var);
+                }
+                WhereClause::Proposition { var, pattern } => {
+                    let link_known = var.as_deref().is_some_and(|v| known.contains(v));
+                    if link_known {
+                        learn_endpoints(pattern, &mut known);
+                    }
+                    if let Some(v) = var {
+                        if link_determined(pattern, &known) {
+                            known.insert(v);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if known.len() == before {
+            break;
+        }
+    }
+    clauses.iter().all(|c| match c {
+        WhereClause::Concept { var, .. } => known.contains(var.as_str()),
+        WhereClause::Proposition { var, pattern } => {
+            var.as_deref().is_some_and(|v| known.contains(v)) || link_determined(pattern, &known)
+        }
+        WhereClause::Filter(_) | WhereClause::Not(_) => true,
+        WhereClause::Optional(_) | WhereClause::Union(_) => false,
+    })
+}
+
+/// Whether the link a pattern matches is determined by the known variables.
+fn link_determined(pattern: &PropPattern, known: &HashSet<&str>) -> bool {
+    match pattern {
+        PropPattern::Id(_) => true,
+        PropPattern::Triple(t) => {
+            let predicate = match &t.predicate {
+                Predicate::Literal(_) => true,
+                Predicate::Var(p) => known.contains(p.as_str()),
+                Predicate::Alternatives(_) | Predicate::Hops { .. } => false,
+            };
+            predicate && endpoint_determined(&t.subject, known) && endpoint_determined(&t.object, known)
+        }
+    }
+}
+
+fn endpoint_determined(endpoint: &Endpoint, known: &HashSet<&str>) -> bool {
+    match endpoint {
+        Endpoint::Var(v) => known.contains(v.as_str()),
+        Endpoint::Id(_) => true,
+        Endpoint::Concept(selector) => selector.is_identity(),
+        Endpoint::Proposition(nested) => link_determined(nested, known),
+    }
+}
+
+/// A known link determines its endpoint variables and its predicate
+/// variable (one link, one value each). Hop walks are left out: the
+/// variables at their ends are not the ends of one link.
+fn learn_endpoints<'a>(pattern: &'a PropPattern, known: &mut HashSet<&'a str>) {
+    let PropPattern::Triple(t) = pattern else { return };
+    if matches!(t.predicate, Predicate::Hops { .. }) {
+        return;
+    }
+    if let Predicate::Var(p) = &t.predicate {
+        known.insert(p);
+    }
+    for endpoint in [&t.subject, &t.object] {
+        match endpoint {
+            Endpoint::Var(v) => {
+                known.insert(v);
+            }
+            Endpoint::Proposition(nested) => learn_endpoints(nested, known),
+            Endpoint::Id(_) | Endpoint::Concept(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::solutions_are_distinct;
+    use kip_lang::ast::{Command, WhereClause};
+
+    fn clauses(find: &str) -> Vec<WhereClause> {
+        match kip_lang::parse(find).unwrap().commands.remove(0) {
+            Command::Find(q) => q.where_clauses,
+            other => panic!("not a FIND: {other:?}"),
+        }
+    }
+
+    fn distinct(find: &str, keys: &[&str]) -> bool {
+        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        solutions_are_distinct(&clauses(find), &keys)
+    }
+
+    #[test]
+    fn concept_clauses_are_distinct_on_their_variables() {
+        assert!(distinct(r#"FIND(?x) WHERE { ?x {type: "T"} }"#, &["x"]));
+        assert!(!distinct(r#"FIND(?x) WHERE { ?x {type: "T"} ?y {type: "U"} }"#, &["x"]));
+        // An identity selector matches at most one concept.
+        assert!(distinct(r#"FIND(?x) WHERE { ?x {type: "T"} ?y {type: "U", name: "u"} }"#, &["x"]));
+        assert!(!distinct(r#"FIND(?x) WHERE { ?x {type: "T"} ?y {name: "u"} }"#, &["x"]));
+    }
+
+    #[test]
+    fn a_link_from_a_known_subject_is_determined_by_its_object() {
+        let one_hop = r#"FIND(?o.name) WHERE { ?s {type: "Node", name: "a"} (?s, "links", ?o) }"#;
+        assert!(distinct(one_hop, &["o"]));
+        // A broad subject repeats the object once per subject linking to it.
+        assert!(!distinct(r#"FIND(?o) WHERE { ?s {type: "Node"} (?s, "links", ?o) }"#, &["o"]));
+        assert!(distinct(r#"FIND(?s, ?o) WHERE { ?s {type: "Node"} (?s, "links", ?o) }"#, &["s", "o"]));
+        // Reverse: the subjects of links to a known object.
+        assert!(distinct(r#"FIND(?s) WHERE { ?o {id: "C:1"} (?s, "links", ?o) }"#, &["s"]));
+        assert!(distinct(r#"FIND(?s) WHERE { (?s, "links", "C:1") }"#, &["s"]));
+        assert!(distinct(r#"FIND(?s) WHERE { (?s, "links", {type: "Node", name: "a"}) }"#, &["s"]));
+        assert!(!distinct(r#"FIND(?s) WHERE { (?s, "links", {type: "Node"}) }"#, &["s"]));
+    }
+
+    #[test]
+    fn two_hops_repeat_what_two_paths_reach() {
+        let two_hop = r#"FIND(?o) WHERE { ?s {type: "Node", name: "a"} (?s, "links", ?m) (?m, "links", ?o) }"#;
+        assert!(!distinct(two_hop, &["o"]));
+        assert!(distinct(two_hop, &["m", "o"]));
+    }
+
+    #[test]
+    fn alternatives_walks_and_blocks_are_not_known_distinct() {
+        assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a" | "b", ?o) }"#, &["o"]));
+        assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a"{1,3}, ?o) }"#, &["o"]));
+        assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, ?p, ?o) }"#, &["o"]));
+        assert!(distinct(r#"FIND(?o, ?p) WHERE { ?s {id: "C:1"} (?s, ?p, ?o) }"#, &["o", "p"]));
+        assert!(!distinct(r#"FIND(?o) WHERE { ?o {type: "T"} OPTIONAL { (?o, "a", ?x) } }"#, &["o"]));
+        assert!(!distinct(r#"FIND(?o) WHERE { ?o {type: "T"} UNION { ?o {type: "U"} } }"#, &["o"]));
+        // FILTER and NOT only remove solutions.
+        assert!(distinct(
+            r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a", ?o) FILTER(?o.name != "x") NOT { (?o, "b", ?z) } }"#,
+            &["o"]
+        ));
+    }
+
+    #[test]
+    fn a_known_link_determines_its_endpoints() {
+        assert!(distinct(r#"FIND(?l) WHERE { ?l (?s, "a", ?o) }"#, &["l"]));
+        assert!(distinct(r#"FIND(?l) WHERE { ?l (?s, "a", ?o) ?s {type: "T"} }"#, &["l"]));
+        assert!(!distinct(r#"FIND(?s) WHERE { ?l (?s, "a", ?o) }"#, &["s"]));
+        // The objects of the links about a known link.
+        assert!(distinct(r#"FIND(?o) WHERE { ?l (id: "P:1") (?l, "about", ?o) }"#, &["o"]));
+    }
+}
