@@ -1,11 +1,13 @@
-//! A `jsonb` argument received as its text form and parsed by kip itself.
+//! A `jsonb` argument read by kip itself.
 //!
 //! pgrx's `JsonB` parses the argument with serde before the function body
 //! runs and panics when serde refuses it, e.g. for a value nested deeper
 //! than serde's recursion limit (128), which `jsonb` itself accepts. That
 //! panic becomes a Postgres ERROR instead of a KIP envelope. `JsonbArg`
-//! only asks Postgres for the text form; [`JsonbArg::parse`] turns a
-//! refusal into `KIP_1001` naming the limit.
+//! reads the value with Postgres's jsonb iterator (`exec::jsonb`), and
+//! keeps the text form of a value too deep for that;
+//! [`JsonbArg::parse`] turns serde's refusal of it into `KIP_1001` naming
+//! the limit.
 
 use kip_lang::{ErrorCode, KipError};
 use pgrx::callconv::{Arg, ArgAbi};
@@ -20,13 +22,20 @@ use serde_json::Value;
 /// How deep a JSON parameter may nest: serde_json's recursion limit.
 pub const MAX_JSON_DEPTH: usize = 128;
 
-/// The text of a `jsonb` argument.
-pub struct JsonbArg(pub String);
+/// A `jsonb` argument: its value, or the text of one too deep to read.
+pub enum JsonbArg {
+    Value(Value),
+    Text(String),
+}
 
 impl JsonbArg {
     /// The argument as a JSON value; `what` names it in errors.
-    pub fn parse(&self, what: &str) -> Result<Value, KipError> {
-        serde_json::from_str(&self.0).map_err(|e| {
+    pub fn parse(self, what: &str) -> Result<Value, KipError> {
+        let text = match self {
+            JsonbArg::Value(v) => return Ok(v),
+            JsonbArg::Text(t) => t,
+        };
+        serde_json::from_str(&text).map_err(|e| {
             let message = if e.to_string().contains("recursion limit") {
                 format!("{what} nest deeper than {MAX_JSON_DEPTH} levels")
             } else {
@@ -43,6 +52,10 @@ impl FromDatum for JsonbArg {
         if is_null {
             return None;
         }
+        // SAFETY: a non-null jsonb datum.
+        if let Some(value) = unsafe { crate::exec::jsonb::to_value(datum) } {
+            return Some(JsonbArg::Value(value));
+        }
         // jsonb_out detoasts its argument and returns a palloc'd C string.
         let text = unsafe {
             let cstr = pgrx::direct_function_call::<&std::ffi::CStr>(pg_sys::jsonb_out, &[Some(datum)])?;
@@ -50,7 +63,7 @@ impl FromDatum for JsonbArg {
             pg_sys::pfree(cstr.as_ptr().cast_mut().cast());
             owned
         };
-        Some(JsonbArg(text))
+        Some(JsonbArg::Text(text))
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod embedding;
 pub mod jsonb_arg;
+pub mod jsonb_ret;
 
 use crate::bootstrap::spaces;
 use crate::engine::{self, envelope, request};
@@ -18,10 +19,9 @@ use crate::governance::access::{self, Grant};
 use crate::space::{self, Space};
 use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
-use pgrx::JsonB;
 use serde_json::{json, Value};
 
-fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonB {
+fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonbRet {
     let value = match request {
         Ok(req) => match subxact::run_isolated(|| prepare_space(&req, mode)) {
             Ok((space, grant)) => engine::run_request(req, mode, &space, &grant),
@@ -29,7 +29,7 @@ fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) ->
         },
         Err(e) => envelope::single(Err(e)),
     };
-    JsonB(value)
+    JsonbRet(value)
 }
 
 /// Look up the caller's grant on the session's space and validate the
@@ -59,6 +59,7 @@ fn prepare_space(req: &request::Request, mode: Mode) -> Result<(Space, Grant), K
 }
 
 use jsonb_arg::JsonbArg;
+use jsonb_ret::JsonbRet;
 
 fn text_request(command: Option<&str>, parameters: Option<JsonbArg>) -> Result<request::Request, kip_lang::KipError> {
     let command = command.ok_or_else(|| {
@@ -82,13 +83,13 @@ fn json_request(req: Option<JsonbArg>) -> Result<request::Request, kip_lang::Kip
 
 /// Execute one KIP command (KQL, KML or META) with placeholder parameters.
 #[pg_extern(name = "kip_execute", volatile, parallel_unsafe)]
-fn kip_execute_text(command: Option<&str>, parameters: default!(Option<JsonbArg>, "'{}'")) -> JsonB {
+fn kip_execute_text(command: Option<&str>, parameters: default!(Option<JsonbArg>, "'{}'")) -> JsonbRet {
     respond(text_request(command, parameters), Mode::ReadWrite)
 }
 
 /// Execute an `execute_kip` request object: `{command | commands, parameters?, dry_run?}`.
 #[pg_extern(name = "kip_execute", volatile, parallel_unsafe)]
-fn kip_execute_request(request: Option<JsonbArg>) -> JsonB {
+fn kip_execute_request(request: Option<JsonbArg>) -> JsonbRet {
     respond(json_request(request), Mode::ReadWrite)
 }
 
@@ -99,12 +100,12 @@ fn kip_execute_request(request: Option<JsonbArg>) -> JsonB {
 /// Postgres forbids during a parallel operation: a query calling it per row
 /// of a large table gets a serial plan instead of an error.
 #[pg_extern(name = "kip_execute_readonly", stable, parallel_unsafe)]
-fn kip_execute_readonly_text(command: Option<&str>, parameters: default!(Option<JsonbArg>, "'{}'")) -> JsonB {
+fn kip_execute_readonly_text(command: Option<&str>, parameters: default!(Option<JsonbArg>, "'{}'")) -> JsonbRet {
     respond(text_request(command, parameters), Mode::ReadOnly)
 }
 
 /// Read-only form of the `execute_kip` request object.
 #[pg_extern(name = "kip_execute_readonly", stable, parallel_unsafe)]
-fn kip_execute_readonly_request(request: Option<JsonbArg>) -> JsonB {
+fn kip_execute_readonly_request(request: Option<JsonbArg>) -> JsonbRet {
     respond(json_request(request), Mode::ReadOnly)
 }

@@ -472,3 +472,28 @@ fn a_streaming_find_pages_by_keyset() {
         assert!(!plan.params.values().contains(&SqlParam::Int(42)), "{text}");
     }
 }
+
+#[test]
+#[ignore]
+fn zz_compile_speed() {
+    for text in [
+        r#"FIND(?x) WHERE { ?x {id: "C:5"} }"#,
+        r#"FIND(?o.name) WHERE { ?s {type: "Node", name: "n1"} (?s, "links", ?o) }"#,
+    ] {
+        let Command::Find(q) = command(text) else { unreachable!() };
+        let checks = super::env::InStatement { named_concepts: vec![("Node".into(), "n1".into())] };
+        let f = Facts { verified_in_statement: Some(checks), ..Facts::default() };
+        let n = 20000;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let p = compile_find(&q, env(&f), 100, 0, None).unwrap();
+            std::hint::black_box(p);
+        }
+        let parse_t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(kip_lang::parse(text).unwrap());
+        }
+        let compile = (parse_t - t) / n;
+        println!("{text}: compile {:?}/call, parse {:?}/call", compile, parse_t.elapsed() / n);
+    }
+}

@@ -42,7 +42,11 @@ impl SqlParam {
             SqlParam::Int(i) => DatumWithOid::from(*i),
             SqlParam::Float(f) => DatumWithOid::from(*f),
             SqlParam::Bool(b) => DatumWithOid::from(*b),
-            SqlParam::Json(v) => DatumWithOid::from(JsonB(v.clone())),
+            // SAFETY: a jsonb datum, tagged with its type.
+            SqlParam::Json(v) => match super::jsonb::from_value(v) {
+                Some(d) => unsafe { DatumWithOid::new(d, pg_sys::JSONBOID) },
+                None => DatumWithOid::from(JsonB(v.clone())),
+            },
             SqlParam::TextArray(v) => DatumWithOid::from(v.clone()),
             SqlParam::IntArray(v) => DatumWithOid::from(v.clone()),
             SqlParam::RealArray(v) => DatumWithOid::from(v.clone()),
@@ -242,7 +246,9 @@ unsafe fn column_value(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, col
     }
     let oid = pg_sys::SPI_gettypeid(tupdesc, col);
     match oid {
-        pg_sys::JSONBOID => JsonB::from_datum(datum, false).map(|j| j.0).unwrap_or(Value::Null),
+        pg_sys::JSONBOID => super::jsonb::to_value(datum)
+            .or_else(|| JsonB::from_datum(datum, false).map(|j| j.0))
+            .unwrap_or(Value::Null),
         pg_sys::JSONOID => pgrx::Json::from_datum(datum, false).map(|j| j.0).unwrap_or(Value::Null),
         pg_sys::TEXTOID | pg_sys::VARCHAROID | pg_sys::NAMEOID => {
             String::from_datum(datum, false).map(Value::String).unwrap_or(Value::Null)
