@@ -32,3 +32,22 @@ CREATE TRIGGER spaces_changed AFTER UPDATE OR DELETE OR TRUNCATE ON kip.spaces
 -- Also where session_replication_role = replica (a logical replication
 -- subscriber applying a dropped space).
 ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed;
+
+-- issue 11: performance (element objects)
+--
+-- The element object of a stored row in one C function call instead of
+-- three jsonb_build_object, two || and two to_char per element; the
+-- compiled SQL of this version calls them.
+-- The KIP element object of a stored row, built in one call
+-- (src/exec/element_json.rs; the compiler's SQL calls them).
+CREATE FUNCTION kip.concept_json(id bigint, type text, name text, attributes jsonb, metadata jsonb,
+                                 version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_concept_json';
+COMMENT ON FUNCTION kip.concept_json(bigint, text, text, jsonb, jsonb, integer, timestamptz, timestamptz) IS 'A concept row as a KIP ConceptNode object (kip internal)';
+CREATE FUNCTION kip.proposition_json(id bigint, predicate text, subject text, object text, attributes jsonb, metadata jsonb,
+                                     version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
+    LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_proposition_json';
+COMMENT ON FUNCTION kip.proposition_json(bigint, text, text, text, jsonb, jsonb, integer, timestamptz, timestamptz) IS 'A proposition row as a KIP PropositionLink object (kip internal)';
+CREATE FUNCTION kip.metadata_json(metadata jsonb, version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_metadata_json';
+COMMENT ON FUNCTION kip.metadata_json(jsonb, integer, timestamptz, timestamptz) IS 'Stored metadata with the engine''s _version, _created_at and _updated_at (kip internal)';

@@ -202,6 +202,20 @@ CREATE TRIGGER propositions_touch BEFORE UPDATE ON kip.propositions
     FOR EACH ROW EXECUTE FUNCTION kip.touch_proposition();
 
 -- External ids.
+-- The KIP element object of a stored row, built in one call
+-- (src/exec/element_json.rs; the compiler's SQL calls them).
+CREATE FUNCTION kip.concept_json(id bigint, type text, name text, attributes jsonb, metadata jsonb,
+                                 version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_concept_json';
+COMMENT ON FUNCTION kip.concept_json(bigint, text, text, jsonb, jsonb, integer, timestamptz, timestamptz) IS 'A concept row as a KIP ConceptNode object (kip internal)';
+CREATE FUNCTION kip.proposition_json(id bigint, predicate text, subject text, object text, attributes jsonb, metadata jsonb,
+                                     version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
+    LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_proposition_json';
+COMMENT ON FUNCTION kip.proposition_json(bigint, text, text, text, jsonb, jsonb, integer, timestamptz, timestamptz) IS 'A proposition row as a KIP PropositionLink object (kip internal)';
+CREATE FUNCTION kip.metadata_json(metadata jsonb, version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_metadata_json';
+COMMENT ON FUNCTION kip.metadata_json(jsonb, integer, timestamptz, timestamptz) IS 'Stored metadata with the engine''s _version, _created_at and _updated_at (kip internal)';
+
 CREATE FUNCTION kip.concept_ref(id bigint) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'C:' || id $$;
 CREATE FUNCTION kip.proposition_ref(id bigint, predicate text) RETURNS text

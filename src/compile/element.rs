@@ -16,30 +16,17 @@ pub fn iso_time(col: &str) -> String {
     format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
 }
 
-/// The metadata object with the reserved `_` fields merged in.
+/// The metadata object with the reserved `_` fields merged in
+/// (`kip.metadata_json`, src/exec/element_json.rs).
 pub fn metadata_json(alias: &str) -> String {
-    format!(
-        "({a}.metadata || jsonb_build_object('_version', {a}.version, '_created_at', {c}, '_updated_at', {u}))",
-        a = alias,
-        c = iso_time(&format!("{alias}.created_at")),
-        u = iso_time(&format!("{alias}.updated_at")),
-    )
+    format!("kip.metadata_json({a}.metadata, {a}.version, {a}.created_at, {a}.updated_at)", a = alias)
 }
 
-fn attributes_part(alias: &str) -> String {
-    format!(
-        "CASE WHEN {a}.attributes = '{{}}'::jsonb THEN '{{}}'::jsonb ELSE jsonb_build_object('attributes', {a}.attributes) END",
-        a = alias
-    )
-}
-
-/// A `kip.concepts` row (alias) as a ConceptNode object.
+/// A `kip.concepts` row (alias) as a ConceptNode object (`kip.concept_json`).
 pub fn concept_json(alias: &str) -> String {
     format!(
-        "(jsonb_build_object('_type', 'ConceptNode', 'id', 'C:' || {a}.id, 'type', {a}.type, 'name', {a}.name) || {attrs} || jsonb_build_object('metadata', {meta}))",
-        a = alias,
-        attrs = attributes_part(alias),
-        meta = metadata_json(alias),
+        "kip.concept_json({a}.id, {a}.type, {a}.name, {a}.attributes, {a}.metadata, {a}.version, {a}.created_at, {a}.updated_at)",
+        a = alias
     )
 }
 
@@ -59,15 +46,13 @@ pub fn proposition_ref(alias: &str) -> String {
     format!("('P:' || {a}.id || ':' || {a}.predicate)", a = alias)
 }
 
-/// A `kip.propositions` row (alias) as a PropositionLink object.
+/// A `kip.propositions` row (alias) as a PropositionLink object
+/// (`kip.proposition_json`).
 pub fn proposition_json(alias: &str) -> String {
     format!(
-        "(jsonb_build_object('_type', 'PropositionLink', 'id', {id}, 'subject', {s}, 'predicate', {a}.predicate, 'object', {o}) || {attrs} || jsonb_build_object('metadata', {meta}))",
+        "kip.proposition_json({a}.id, {a}.predicate, {s}, {o}, {a}.attributes, {a}.metadata, {a}.version, {a}.created_at, {a}.updated_at)",
         a = alias,
-        id = proposition_ref(alias),
         s = endpoint_ref(alias, "subject"),
         o = endpoint_ref(alias, "object"),
-        attrs = attributes_part(alias),
-        meta = metadata_json(alias),
     )
 }

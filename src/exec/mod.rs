@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod context;
+pub mod element_json;
 pub mod jsonb;
 pub mod pg_error;
 pub mod spi;
