@@ -376,7 +376,9 @@ fn plain_plan(
         let joins = acc.joins_sql_for(&select);
         format!("SELECT {select} FROM (SELECT * FROM d {window}) d {joins} ORDER BY {order}")
     } else {
-        format!("SELECT {} FROM d {} ORDER BY {order} LIMIT {lim} OFFSET {off}", select.join(", "), acc.joins_sql())
+        let select = select.join(", ");
+        let joins = acc.joins_sql_for(&select);
+        format!("SELECT {select} FROM d {joins} ORDER BY {order} LIMIT {lim} OFFSET {off}")
     };
     Ok((Page { sql, order, columns }, keyset))
 }
@@ -396,11 +398,8 @@ fn streams_in_natural_order(q: &FindQuery, items: &[Item]) -> bool {
 fn global_agg(cx: &mut Cx, vars: &[VarBinding], agg: &kip_lang::ast::Aggregate) -> Result<String, KipError> {
     let mut acc = SolutionAccess::new("s", vars);
     let (k, x) = agg_inputs(&mut acc, cx, agg)?;
-    Ok(format!(
-        "(SELECT {} FROM (SELECT DISTINCT {k} AS k, {x} AS x FROM s {}) t)",
-        agg_sql(agg),
-        acc.joins_sql()
-    ))
+    let joins = acc.joins_sql_for(&format!("{k} {x}"));
+    Ok(format!("(SELECT {} FROM (SELECT DISTINCT {k} AS k, {x} AS x FROM s {joins}) t)", agg_sql(agg)))
 }
 
 /// Implicit GROUP BY: groups of the plain values, aggregations per group.
@@ -441,7 +440,8 @@ fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item],
         }
     }
     let gk = format!("jsonb_build_array({})", gexprs.join(", "));
-    ctes.push(format!("b AS (SELECT {}, {gk} AS gk FROM s {})", b_select.join(", "), acc.joins_sql()));
+    let b_select = format!("{}, {gk} AS gk", b_select.join(", "));
+    ctes.push(format!("b AS (SELECT {b_select} FROM s {})", acc.joins_sql_for(&b_select)));
     ctes.push(format!(
         "grp AS (SELECT gk, {}, min(ord) AS ord{} FROM b GROUP BY gk, {})",
         gcols.join(", "),

@@ -41,6 +41,7 @@ mod groups;
 pub(crate) mod scope;
 
 pub(crate) use block::compile_block;
+pub(crate) use builder::either_link_row;
 pub(crate) use scope::{Cx, Row, Scope, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
 
 use crate::compile::Params;

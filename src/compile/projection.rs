@@ -21,7 +21,7 @@
 
 use crate::compile::element::{concept_json, proposition_json};
 use crate::compile::filter::{path_operand, Operand, VarAccess};
-use crate::compile::pattern::{Cx, Row, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
+use crate::compile::pattern::{either_link_row, Cx, Row, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
 use std::collections::HashMap;
@@ -169,11 +169,8 @@ impl SolutionAccess {
         self.vars.iter().find(|v| v.name == name).map(|v| format!("{}.{}", self.src, v.column))
     }
 
-    pub fn joins_sql(&self) -> String {
-        self.joins.iter().map(|(_, sql)| sql.as_str()).collect::<Vec<_>>().join(" ")
-    }
-
-    /// [`SolutionAccess::joins_sql`] without the joins `used` never names.
+    /// The joins made for the expressions in `used`, without those it never
+    /// names.
     /// An element variable of either kind gets a row from each table, of
     /// which a path may read one (`?o.name` reads the concept's); a plain
     /// LEFT JOIN on a unique key that nothing reads is removed by the
@@ -233,7 +230,9 @@ impl VarAccess for SolutionAccess {
             VarKind::Proposition => Row::Proposition(join("propositions", "ep")),
             VarKind::Element => {
                 let concept = join("concepts", "ec");
-                let proposition = join("propositions", "ep");
+                let proposition = cx.alias("ep");
+                let lateral = either_link_row(&proposition, &var.expr, &space, &concept);
+                self.joins.push((proposition.clone(), format!("LEFT JOIN {lateral} ON true")));
                 Row::Either { concept, proposition }
             }
         };

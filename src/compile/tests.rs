@@ -444,6 +444,23 @@ fn the_links_of_one_anchor_stream_without_dedup() {
 }
 
 #[test]
+fn an_element_of_either_kind_reads_the_link_table_only_when_no_concept_has_its_id() {
+    // ?o may be a concept or a link: its link row is a LATERAL lookup
+    // gated on the concept row's absence, in the pattern (FILTER) and in
+    // the projection alike.
+    let plan = find(
+        r#"FIND(?o.attributes.score) WHERE { ?s {type: "Drug", name: "Aspirin"} (?s, "treats", ?o) FILTER(?o.attributes.score > 1) }"#,
+        10,
+        0,
+    )
+    .unwrap();
+    let gated = plan.sql.matches("FROM kip.propositions r WHERE r.id = ").count();
+    assert_eq!(gated, 2, "{}", plan.sql);
+    assert!(plan.sql.contains(".id IS NULL OFFSET 0) rp"), "{}", plan.sql);
+    assert!(plan.sql.contains(".id IS NULL OFFSET 0) ep"), "{}", plan.sql);
+}
+
+#[test]
 fn a_streaming_find_pages_by_keyset() {
     let Command::Find(q) = command(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.name != "B") } LIMIT 10"#) else {
         unreachable!()

@@ -160,6 +160,14 @@ impl Builder {
     }
 }
 
+/// The link row of an element variable of either kind, looked up only when
+/// no concept has its id (ids are unique across both tables): a LATERAL
+/// subquery whose condition on the concept row becomes a one-time filter,
+/// so an element that is a concept costs one index probe, not two.
+pub(crate) fn either_link_row(alias: &str, id: &str, space: &str, concept: &str) -> String {
+    format!("LATERAL (SELECT * FROM kip.propositions r WHERE r.id = {id} AND r.space = {space} AND {concept}.id IS NULL OFFSET 0) {alias}")
+}
+
 impl VarAccess for Builder {
     fn var(&self, name: &str) -> Option<Var> {
         self.lookup(name).cloned()
@@ -187,7 +195,8 @@ impl VarAccess for Builder {
             VarKind::Proposition => Row::Proposition(join(cx, self, "propositions", "rp")),
             VarKind::Element => {
                 let concept = join(cx, self, "concepts", "rc");
-                let proposition = join(cx, self, "propositions", "rp");
+                let proposition = cx.alias("rp");
+                self.from.push(From::Left(either_link_row(&proposition, &var.expr, &space, &concept)));
                 Row::Either { concept, proposition }
             }
         };
