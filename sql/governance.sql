@@ -179,145 +179,21 @@ ALTER TABLE kip.history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY history_read ON kip.history FOR SELECT
     USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));
 
+-- The history triggers (src/governance/history_trigger.rs): statement-level,
+-- with transition tables, one INSERT ... SELECT into kip.history per
+-- statement that changed something. Not recorded: kip.history off, or a
+-- pg_dump/pg_restore session (those run with row_security off; a restore
+-- brings the history it carries). An update is recorded when it made a new
+-- version or moved the element to another space (a vector stored by the
+-- embedder does neither). The role is the SET ROLE role, else the session's
+-- user (current_user is the functions' owner).
 CREATE FUNCTION kip.concepts_history() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    ts_now timestamptz;
-    who name;
-    app text;
-    cmd text;
-BEGIN
-    -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
-    -- run with row_security off; a restore brings the history it carries).
-    IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
-        RETURN NULL;
-    END IF;
-    -- Nothing to record: each INSERT ... ON CONFLICT fires both the INSERT
-    -- and the UPDATE trigger, one of them with empty transition tables, and
-    -- an update that changed no version records nothing. Reading the
-    -- transition table is much cheaper than an INSERT of no rows into
-    -- kip.history (which opens the table and its indexes).
-    IF TG_OP = 'INSERT' THEN
-        IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;
-    ELSIF TG_OP = 'UPDATE' THEN
-        IF NOT EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.id = n.id
-                       WHERE n.version <> o.version OR n.space <> o.space) THEN
-            RETURN NULL;
-        END IF;
-    ELSIF NOT EXISTS (SELECT 1 FROM old_rows) THEN
-        RETURN NULL;
-    END IF;
-    ts_now := clock_timestamp();
-    -- The role that made the change (current_user is this function's owner
-    -- here): the role set by SET ROLE, else the session's user.
-    who := CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END;
-    app := nullif(current_setting('application_name', true), '');
-    cmd := nullif(current_setting('kip.command_hash', true), '');
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
-        SELECT n.space, n.id, 'concept', n.version, 'insert', NULL,
-               jsonb_build_object('type', n.type, 'name', n.name, 'attributes', n.attributes, 'metadata', n.metadata,
-                                  'created_at', n.created_at, 'updated_at', n.updated_at),
-               ts_now, who, app, cmd
-        FROM new_rows n;
-    ELSIF TG_OP = 'UPDATE' THEN
-        -- Only real changes: a new version (content) or another space. A
-        -- vector stored by the embedder changes neither.
-        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
-        SELECT n.space, n.id, 'concept', n.version, 'update',
-               jsonb_build_object('type', o.type, 'name', o.name, 'attributes', o.attributes, 'metadata', o.metadata,
-                                  'created_at', o.created_at, 'updated_at', o.updated_at),
-               jsonb_build_object('type', n.type, 'name', n.name, 'attributes', n.attributes, 'metadata', n.metadata,
-                                  'created_at', n.created_at, 'updated_at', n.updated_at),
-               ts_now, who, app, cmd
-        FROM new_rows n JOIN old_rows o ON o.id = n.id
-        WHERE n.version <> o.version OR n.space <> o.space;
-    ELSE
-        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
-        SELECT o.space, o.id, 'concept', o.version, 'delete',
-               jsonb_build_object('type', o.type, 'name', o.name, 'attributes', o.attributes, 'metadata', o.metadata,
-                                  'created_at', o.created_at, 'updated_at', o.updated_at),
-               NULL, ts_now, who, app, cmd
-        FROM old_rows o;
-    END IF;
-    RETURN NULL;
-END;
-$$;
+LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'kip_concepts_history';
 
 CREATE FUNCTION kip.propositions_history() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    ts_now timestamptz;
-    who name;
-    app text;
-    cmd text;
-BEGIN
-    -- Not recorded: kip.history off, or a pg_dump/pg_restore session (those
-    -- run with row_security off; a restore brings the history it carries).
-    IF current_setting('row_security') = 'off' OR NOT @extschema@.kip_history_enabled() THEN
-        RETURN NULL;
-    END IF;
-    -- Nothing to record: each INSERT ... ON CONFLICT fires both the INSERT
-    -- and the UPDATE trigger, one of them with empty transition tables, and
-    -- an update that changed no version records nothing. Reading the
-    -- transition table is much cheaper than an INSERT of no rows into
-    -- kip.history (which opens the table and its indexes).
-    IF TG_OP = 'INSERT' THEN
-        IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;
-    ELSIF TG_OP = 'UPDATE' THEN
-        IF NOT EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.id = n.id
-                       WHERE n.version <> o.version OR n.space <> o.space) THEN
-            RETURN NULL;
-        END IF;
-    ELSIF NOT EXISTS (SELECT 1 FROM old_rows) THEN
-        RETURN NULL;
-    END IF;
-    ts_now := clock_timestamp();
-    -- The role that made the change (current_user is this function's owner
-    -- here): the role set by SET ROLE, else the session's user.
-    who := CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END;
-    app := nullif(current_setting('application_name', true), '');
-    cmd := nullif(current_setting('kip.command_hash', true), '');
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
-        SELECT n.space, n.id, 'proposition', n.version, 'insert', NULL,
-               jsonb_build_object('subject_concept', n.subject_concept, 'subject_link', n.subject_link,
-                                  'predicate', n.predicate,
-                                  'object_concept', n.object_concept, 'object_link', n.object_link,
-                                  'attributes', n.attributes, 'metadata', n.metadata,
-                                  'created_at', n.created_at, 'updated_at', n.updated_at),
-               ts_now, who, app, cmd
-        FROM new_rows n;
-    ELSIF TG_OP = 'UPDATE' THEN
-        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
-        SELECT n.space, n.id, 'proposition', n.version, 'update',
-               jsonb_build_object('subject_concept', o.subject_concept, 'subject_link', o.subject_link,
-                                  'predicate', o.predicate,
-                                  'object_concept', o.object_concept, 'object_link', o.object_link,
-                                  'attributes', o.attributes, 'metadata', o.metadata,
-                                  'created_at', o.created_at, 'updated_at', o.updated_at),
-               jsonb_build_object('subject_concept', n.subject_concept, 'subject_link', n.subject_link,
-                                  'predicate', n.predicate,
-                                  'object_concept', n.object_concept, 'object_link', n.object_link,
-                                  'attributes', n.attributes, 'metadata', n.metadata,
-                                  'created_at', n.created_at, 'updated_at', n.updated_at),
-               ts_now, who, app, cmd
-        FROM new_rows n JOIN old_rows o ON o.id = n.id
-        WHERE n.version <> o.version OR n.space <> o.space;
-    ELSE
-        INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash)
-        SELECT o.space, o.id, 'proposition', o.version, 'delete',
-               jsonb_build_object('subject_concept', o.subject_concept, 'subject_link', o.subject_link,
-                                  'predicate', o.predicate,
-                                  'object_concept', o.object_concept, 'object_link', o.object_link,
-                                  'attributes', o.attributes, 'metadata', o.metadata,
-                                  'created_at', o.created_at, 'updated_at', o.updated_at),
-               NULL, ts_now, who, app, cmd
-        FROM old_rows o;
-    END IF;
-    RETURN NULL;
-END;
-$$;
+LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'kip_propositions_history';
 
 -- Postgres allows transition tables only on single-event triggers: three per table.
 CREATE TRIGGER concepts_history_insert AFTER INSERT ON kip.concepts

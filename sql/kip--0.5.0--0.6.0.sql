@@ -51,3 +51,16 @@ COMMENT ON FUNCTION kip.proposition_json(bigint, text, text, text, jsonb, jsonb,
 CREATE FUNCTION kip.metadata_json(metadata jsonb, version integer, created_at timestamptz, updated_at timestamptz) RETURNS jsonb
     LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_metadata_json';
 COMMENT ON FUNCTION kip.metadata_json(jsonb, integer, timestamptz, timestamptz) IS 'Stored metadata with the engine''s _version, _created_at and _updated_at (kip internal)';
+
+-- issue 11: performance (history triggers)
+--
+-- The history trigger functions in C instead of PL/pgSQL: the empty half of
+-- every INSERT ... ON CONFLICT (which fires both the INSERT and the UPDATE
+-- trigger) costs a look at the transition table's count instead of an
+-- interpreter call and a query. They record the same rows.
+CREATE OR REPLACE FUNCTION kip.concepts_history() RETURNS trigger
+LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'kip_concepts_history';
+CREATE OR REPLACE FUNCTION kip.propositions_history() RETURNS trigger
+LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'kip_propositions_history';

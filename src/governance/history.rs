@@ -1,9 +1,10 @@
 //! The history's hooks in the library: the KIP command hash the history
 //! triggers record, and the switch they consult.
 //!
-//! The triggers themselves are SQL (`sql/governance.sql`): statement-level,
-//! with transition tables, one `INSERT … SELECT` into `kip.history` per
-//! statement, whoever wrote (KIP, plain SQL, maintenance, cascades).
+//! The triggers themselves are `history_trigger.rs`, declared in
+//! `sql/governance.sql`: statement-level, with transition tables, one
+//! `INSERT … SELECT` into `kip.history` per statement, whoever wrote (KIP,
+//! plain SQL, maintenance, cascades).
 
 use pgrx::prelude::*;
 

@@ -14,5 +14,6 @@
 
 pub mod access;
 pub mod history;
+mod history_trigger;
 pub mod retention;
 pub mod settings;

@@ -1,0 +1,188 @@
+//! The history triggers, `kip.concepts_history()` and
+//! `kip.propositions_history()`: statement-level, with transition tables,
+//! one `INSERT … SELECT` into `kip.history` per statement that changed
+//! something, whoever wrote (KIP, plain SQL, maintenance, cascades).
+//!
+//! They were PL/pgSQL. Every KIP write statement is an `INSERT … ON
+//! CONFLICT`, which fires both the INSERT and the UPDATE trigger, one of
+//! them with an empty transition table, and each call ran the PL/pgSQL
+//! interpreter and a query to find that out. Here the empty cases cost a
+//! look at the tuplestore's count, and the insert runs on a plan saved per
+//! backend. The rows recorded are the same: the role that made the change
+//! (the `SET ROLE` role, else the session user: `current_user` is the
+//! functions' owner), `application_name`, the KIP command's hash, and one
+//! timestamp per statement.
+//!
+//! Both functions are `SECURITY DEFINER` (callers have no privilege to
+//! write `kip.history`) with `SET search_path = pg_catalog, pg_temp`, as
+//! before: the statements are parsed, and re-parsed after an invalidation,
+//! under that path.
+
+use pgrx::pg_sys;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Concept,
+    Proposition,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Op {
+    Insert,
+    Update,
+    Delete,
+}
+
+thread_local! {
+    static PLANS: RefCell<HashMap<(Kind, Op), usize>> = RefCell::new(HashMap::new());
+}
+
+const CONCEPT_ROW: &str = "jsonb_build_object('type', {r}.type, 'name', {r}.name, 'attributes', {r}.attributes, \
+     'metadata', {r}.metadata, 'created_at', {r}.created_at, 'updated_at', {r}.updated_at)";
+const PROPOSITION_ROW: &str = "jsonb_build_object('subject_concept', {r}.subject_concept, 'subject_link', {r}.subject_link, \
+     'predicate', {r}.predicate, 'object_concept', {r}.object_concept, 'object_link', {r}.object_link, \
+     'attributes', {r}.attributes, 'metadata', {r}.metadata, 'created_at', {r}.created_at, 'updated_at', {r}.updated_at)";
+
+/// The `INSERT … SELECT` of one kind of element and operation. `$1` is the
+/// statement's timestamp, `$2` the role, `$3` the application, `$4` the
+/// command hash.
+fn insert_sql(kind: Kind, op: Op) -> String {
+    let (name, row) = match kind {
+        Kind::Concept => ("concept", CONCEPT_ROW),
+        Kind::Proposition => ("proposition", PROPOSITION_ROW),
+    };
+    let of = |alias: &str| row.replace("{r}", alias);
+    let (select, from) = match op {
+        Op::Insert => (format!("n.space, n.id, '{name}', n.version, 'insert', NULL, {}", of("n")), "new_rows n".to_string()),
+        // Only real changes: a new version (content) or another space. A
+        // vector stored by the embedder changes neither.
+        Op::Update => (
+            format!("n.space, n.id, '{name}', n.version, 'update', {}, {}", of("o"), of("n")),
+            "new_rows n JOIN old_rows o ON o.id = n.id WHERE n.version <> o.version OR n.space <> o.space".to_string(),
+        ),
+        Op::Delete => (format!("o.space, o.id, '{name}', o.version, 'delete', {}, NULL", of("o")), "old_rows o".to_string()),
+    };
+    format!(
+        "INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash) \
+         SELECT {select}, $1, $2, $3, $4 FROM {from}"
+    )
+}
+
+/// A setting's value, or `None` when unset or empty.
+unsafe fn setting(name: &CStr) -> Option<String> {
+    let value = pg_sys::GetConfigOption(name.as_ptr(), true, false);
+    if value.is_null() {
+        return None;
+    }
+    let s = CStr::from_ptr(value).to_string_lossy().into_owned();
+    (!s.is_empty()).then_some(s)
+}
+
+/// The role that made the change: the `SET ROLE` role, else the session's user.
+unsafe fn acting_role() -> String {
+    match setting(c"role") {
+        Some(role) if role != "none" => role,
+        _ => CStr::from_ptr(pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), false)).to_string_lossy().into_owned(),
+    }
+}
+
+unsafe fn saved_plan(kind: Kind, op: Op) -> pg_sys::SPIPlanPtr {
+    if let Some(plan) = PLANS.with(|p| p.borrow().get(&(kind, op)).copied()) {
+        return plan as pg_sys::SPIPlanPtr;
+    }
+    let sql = CString::new(insert_sql(kind, op)).expect("no NUL in fixed SQL");
+    let mut types = [pg_sys::TIMESTAMPTZOID, pg_sys::NAMEOID, pg_sys::TEXTOID, pg_sys::TEXTOID];
+    let plan = pg_sys::SPI_prepare(sql.as_ptr(), types.len() as i32, types.as_mut_ptr());
+    if plan.is_null() {
+        let status = std::ptr::addr_of!(pg_sys::SPI_result).read();
+        pgrx::error!("kip: preparing the history statement failed (SPI status {status})");
+    }
+    pg_sys::SPI_keepplan(plan);
+    PLANS.with(|p| p.borrow_mut().insert((kind, op), plan as usize));
+    plan
+}
+
+unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum {
+    let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
+    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
+        pgrx::error!("kip: a history function must be called as a trigger");
+    }
+    let nothing = pg_sys::Datum::from(0usize);
+    // Not recorded: kip.history off, or a pg_dump/pg_restore session (those
+    // run with row_security off; a restore brings the history it carries).
+    if !pg_sys::row_security || !super::settings::HISTORY.get() {
+        return nothing;
+    }
+    let op = match (*trigger).tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
+        pg_sys::TRIGGER_EVENT_INSERT => Op::Insert,
+        pg_sys::TRIGGER_EVENT_UPDATE => Op::Update,
+        pg_sys::TRIGGER_EVENT_DELETE => Op::Delete,
+        _ => return nothing,
+    };
+    // Nothing to record: an INSERT … ON CONFLICT fires both the INSERT and
+    // the UPDATE trigger, one of them with an empty transition table.
+    let table = if op == Op::Delete { (*trigger).tg_oldtable } else { (*trigger).tg_newtable };
+    if table.is_null() || pg_sys::tuplestore_tuple_count(table) == 0 {
+        return nothing;
+    }
+    let changed_at = pg_sys::GetCurrentTimestamp();
+    let role = CString::new(acting_role()).unwrap_or_default();
+    let app = setting(c"application_name").and_then(|s| CString::new(s).ok());
+    let command = setting(c"kip.command_hash").and_then(|s| CString::new(s).ok());
+    let role_name = pgrx::direct_function_call_as_datum(pg_sys::namein, &[Some(pg_sys::Datum::from(role.as_ptr()))]);
+    let text = |s: &Option<CString>| s.as_ref().map(|c| pg_sys::Datum::from(pg_sys::cstring_to_text(c.as_ptr())));
+    let (app_datum, command_datum) = (text(&app), text(&command));
+    let mut values = [
+        pg_sys::Datum::from(changed_at),
+        role_name.unwrap_or(nothing),
+        app_datum.unwrap_or(nothing),
+        command_datum.unwrap_or(nothing),
+    ];
+    let nulls = [
+        b' ' as std::ffi::c_char,
+        if role_name.is_some() { b' ' } else { b'n' } as std::ffi::c_char,
+        if app_datum.is_some() { b' ' } else { b'n' } as std::ffi::c_char,
+        if command_datum.is_some() { b' ' } else { b'n' } as std::ffi::c_char,
+    ];
+    if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
+        pgrx::error!("kip: SPI_connect failed in a history trigger");
+    }
+    // The transition tables become the relations new_rows / old_rows.
+    pg_sys::SPI_register_trigger_data(trigger);
+    let plan = saved_plan(kind, op);
+    let status = pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), false, 0);
+    if status < 0 {
+        pgrx::error!("kip: recording history failed (SPI status {status})");
+    }
+    pg_sys::SPI_finish();
+    nothing
+}
+
+/// `kip.concepts_history()`.
+#[no_mangle]
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn kip_concepts_history(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    record(fcinfo, Kind::Concept)
+}
+
+/// `kip.propositions_history()`.
+#[no_mangle]
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn kip_propositions_history(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    record(fcinfo, Kind::Proposition)
+}
+
+#[no_mangle]
+pub extern "C" fn pg_finfo_kip_concepts_history() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+#[no_mangle]
+pub extern "C" fn pg_finfo_kip_propositions_history() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
