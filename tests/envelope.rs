@@ -172,3 +172,52 @@ fn spaces_are_isolated() {
     use_space(&mut c, &a);
     assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!(["OnlyInA"]));
 }
+
+/// Values cross between jsonb and kip without a text round trip
+/// (src/exec/jsonb.rs): every JSON kind, in attributes written from KIP text
+/// and from parameters, comes back as the text path always gave it.
+#[test]
+fn json_values_come_back_as_written() {
+    let mut c = connect();
+    fresh_space(&mut c, "env_json");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Probe"} SET ATTRIBUTES { description: "A probe." } } }"#, json!({})));
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?p { {type: "Probe", name: "literal"} SET ATTRIBUTES {
+             int: -5, one: 1.0, tenth: 0.1, big: 1e20, huge: 123456789012345678901234567890,
+             text: "héllo ☃ \"quoted\"", empty: "", yes: true, nothing: null,
+             list: [1, [2, [3]], {"a": null, "b": []}], object: {"k": {"k": {}}} } } }"#,
+        json!({}),
+    ));
+    let attrs = json!({
+        "int": -5, "one": 1.0, "tenth": 0.1, "big": 1e20_f64, "huge": 1.2345678901234568e29,
+        "text": "héllo ☃ \"quoted\"", "empty": "", "yes": true, "nothing": null,
+        "list": [1, [2, [3]], {"a": null, "b": []}], "object": {"k": {"k": {}}},
+    });
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?p { {type: "Probe", name: "parameter"} SET ATTRIBUTES { a: :a } } }"#,
+        json!({ "a": attrs.clone() }),
+    ));
+    let found = ok(kip(&mut c, r#"FIND(?p.attributes) WHERE { ?p {type: "Probe", name: "literal"} }"#, json!({})));
+    // 1e20 is stored as the exact integer it is; numbers beyond 64 bits
+    // come back as the nearest double.
+    let mut expected = attrs.clone();
+    expected["big"] = json!(100000000000000000000_u128 as f64);
+    assert_eq!(found, json!([expected]), "{found}");
+    let found = ok(kip(&mut c, r#"FIND(?p.attributes.a) WHERE { ?p {type: "Probe", name: "parameter"} }"#, json!({})));
+    assert_eq!(found, json!([expected]), "{found}");
+    // The same through the read-only entry point and the request form.
+    let found = ok(kip_readonly(&mut c, r#"FIND(?p.attributes.a) WHERE { ?p {type: "Probe", name: "parameter"} }"#, json!({})));
+    assert_eq!(found, json!([expected]), "{found}");
+    // 1.0 stays a decimal, 1 an integer: the text of each number is kept.
+    let row = c
+        .query_one(
+            "SELECT (kip_execute('FIND(?p.attributes) WHERE { ?p {type: \"Probe\", name: \"literal\"} }') -> 'result' -> 0)::text",
+            &[],
+        )
+        .unwrap();
+    let text: String = row.get(0);
+    assert!(text.contains(r#""one": 1.0"#) && text.contains(r#""int": -5"#), "{text}");
+    assert!(text.contains(r#""big": 100000000000000000000"#), "{text}");
+}

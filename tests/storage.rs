@@ -265,3 +265,45 @@ fn pg_dump_and_restore_carry_the_memory() {
     assert_eq!(count(&mut restored, "SELECT count(*) FROM kip.propositions WHERE space = $1", &s), 0);
     let _ = std::fs::remove_file(dump);
 }
+
+/// `kip.concept_json` / `kip.proposition_json` / `kip.metadata_json` (C,
+/// src/exec/element_json.rs) build the same objects as the SQL expressions
+/// they replaced, timestamps of every range included.
+#[test]
+fn element_objects_equal_their_sql_definition() {
+    let mut c = connect();
+    let iso = |col: &str| format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')");
+    let meta = format!(
+        "(m || jsonb_build_object('_version', v, '_created_at', {}, '_updated_at', {}))",
+        iso("ca"),
+        iso("ua")
+    );
+    let concept = format!(
+        "(jsonb_build_object('_type', 'ConceptNode', 'id', 'C:' || id, 'type', t, 'name', n) \
+         || CASE WHEN a = '{{}}'::jsonb THEN '{{}}'::jsonb ELSE jsonb_build_object('attributes', a) END \
+         || jsonb_build_object('metadata', {meta}))"
+    );
+    let proposition = format!(
+        "(jsonb_build_object('_type', 'PropositionLink', 'id', 'P:' || id || ':' || t, 'subject', n, 'predicate', t, 'object', o) \
+         || CASE WHEN a = '{{}}'::jsonb THEN '{{}}'::jsonb ELSE jsonb_build_object('attributes', a) END \
+         || jsonb_build_object('metadata', {meta}))"
+    );
+    let sql = format!(
+        "SELECT count(*) FILTER (WHERE kip.concept_json(id, t, n, a, m, v, ca, ua) IS DISTINCT FROM {concept}), \
+                count(*) FILTER (WHERE kip.proposition_json(id, t, n, o, a, m, v, ca, ua) IS DISTINCT FROM {proposition}), \
+                count(*) FILTER (WHERE kip.metadata_json(m, v, ca, ua) IS DISTINCT FROM {meta}), \
+                count(*) \
+         FROM (VALUES \
+           (1::bigint, 'T', 'plain', '{{}}'::jsonb, '{{}}'::jsonb, 1, now(), clock_timestamp(), 'C:2'), \
+           (2, 'Type with \"quotes\"', 'ünïcode ☃', '{{\"x\": [1, 2.50, {{\"y\": null}}], \"b\": true}}', '{{\"source\": \"s\", \"_version\": 99, \"confidence\": 0.5}}', 7, \
+            '2000-01-01 00:00:00+00', '1999-12-31 23:59:59.999999+00', NULL), \
+           (3, 't', 'n', '{{\"k\": \"v\"}}', '{{\"_created_at\": \"x\"}}', 2147483647, '0044-03-15 12:00:00+00 BC', '10000-01-01 00:00:00+00', 'P:9:p'), \
+           (4, 't', 'n', '{{}}', '{{}}', 0, '-infinity', 'infinity', 'C:1'), \
+           (5, 't', 'n', '{{}}', '{{\"nested\": {{\"deep\": [[[]]]}}}}', 3, '0001-01-01 00:00:00+00', '9999-12-31 23:59:59.999999+00', 'C:1') \
+         ) AS r(id, t, n, a, m, v, ca, ua, o)"
+    );
+    let row = c.query_one(sql.as_str(), &[]).unwrap();
+    let (concepts, propositions, metadata, rows): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(rows, 5);
+    assert_eq!((concepts, propositions, metadata), (0, 0, 0), "objects differing from the SQL definition");
+}
