@@ -134,9 +134,17 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
 fn block_links(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, id: i64, meta: &JsonMap) -> Result<(), KipError> {
     let subject = ElementRef::concept(id);
     handles.define(&block.handle, subject);
+    // Only a link from protected structure can anchor it; a block named by
+    // `{type, name}` tells without a query whether its concept is that.
+    let may_anchor = match &block.identity {
+        ConceptSelector::TypeName { type_name, name } => {
+            protection::classify(lit_str(type_name)?, lit_str(name)?) == Protection::Structure
+        }
+        _ => true,
+    };
     let mut links = Vec::new();
     for item in block.set_propositions.iter().flatten() {
-        links.push(set_proposition(ctx, handles, subject, item, meta)?);
+        links.push(set_proposition(ctx, handles, subject, item, meta, may_anchor)?);
     }
     write_links(ctx, &links)
 }
@@ -217,6 +225,7 @@ fn set_proposition<'a>(
     subject: ElementRef,
     item: &'a SetProposition,
     block_meta: &JsonMap,
+    may_anchor: bool,
 ) -> Result<store::LinkWrite<'a>, KipError> {
     let predicate = lit_str(&item.predicate)?;
     let object = resolve::endpoint(ctx, handles, &item.target)?;
@@ -224,7 +233,9 @@ fn set_proposition<'a>(
         return Err(self_loop(subject, predicate));
     }
     let meta = layered(block_meta, item.metadata.as_deref())?;
-    check_link(ctx, subject, predicate, object, &JsonMap::new(), &meta)?;
+    if may_anchor {
+        check_link(ctx, subject, predicate, object, &JsonMap::new(), &meta)?;
+    }
     Ok(store::LinkWrite { subject, predicate, object, meta })
 }
 
