@@ -220,4 +220,24 @@ fn json_values_come_back_as_written() {
     let text: String = row.get(0);
     assert!(text.contains(r#""one": 1.0"#) && text.contains(r#""int": -5"#), "{text}");
     assert!(text.contains(r#""big": 100000000000000000000"#), "{text}");
+    // The stored jsonb is well formed: its keys are sorted as jsonb's
+    // lookups (a binary search) need them, at every level.
+    let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    let text_of_a: Option<Value> = c
+        .query_one("SELECT attributes -> 'a' -> 'text' FROM kip.concepts WHERE space = $1 AND type = 'Probe' AND name = 'parameter'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(text_of_a, Some(json!("héllo ☃ \"quoted\"")));
+    let row = c
+        .query_one(
+            "SELECT attributes -> 'int', attributes -> 'huge', attributes -> 'nothing', attributes #> '{object,k}', \
+             attributes @> '{\"list\": [1]}' FROM kip.concepts WHERE space = $1 AND type = 'Probe' AND name = 'literal'",
+            &[&space],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Option<Value>>(0), Some(json!(-5)));
+    assert_eq!(row.get::<_, Option<Value>>(1), Some(json!(1.2345678901234568e29)));
+    assert_eq!(row.get::<_, Option<Value>>(2), Some(Value::Null));
+    assert_eq!(row.get::<_, Option<Value>>(3), Some(json!({"k": {}})));
+    assert!(row.get::<_, bool>(4));
 }

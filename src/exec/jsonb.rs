@@ -5,8 +5,9 @@
 //! call reads its statement's jsonb columns and returns its envelope as
 //! jsonb, so that was a tenth of a small FIND and about a microsecond for
 //! each row of a large page. Here values are read with Postgres's jsonb
-//! iterator and built with `pushJsonbValue`, as `jsonb_in` itself does
-//! after parsing.
+//! iterator (top-level strings, booleans and nulls straight from the
+//! bytes), and built as a tree of `JsonbValue`s serialised by one
+//! `JsonbValueToJsonb`, as `jsonb_in` itself does after parsing.
 //!
 //! The results are the same values the text path gives, numbers included:
 //! a number is read from `numeric_out`'s text by serde and made by
@@ -25,6 +26,7 @@ use pgrx::pg_sys::JsonbIteratorToken::{
     WJB_BEGIN_ARRAY, WJB_BEGIN_OBJECT, WJB_DONE, WJB_ELEM, WJB_END_ARRAY, WJB_END_OBJECT, WJB_KEY, WJB_VALUE,
 };
 
+
 /// serde_json's recursion limit: deeper values take the text path, which
 /// refuses them as it always has.
 const MAX_DEPTH: usize = 128;
@@ -42,6 +44,9 @@ enum Frame {
 /// # Safety
 /// `datum` must be a non-null jsonb datum.
 pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
+    if let Some(scalar) = plain_scalar(datum) {
+        return Some(scalar);
+    }
     let jb = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()) as *mut pg_sys::Jsonb;
     let mut it = pg_sys::JsonbIteratorInit(&mut (*jb).root);
     let mut v: pg_sys::JsonbValue = std::mem::zeroed();
@@ -95,6 +100,44 @@ pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
     }
 }
 
+/// A top-level string, boolean or null read straight from the jsonb bytes
+/// (a column such as `to_jsonb(name)`, a page's most common value), without
+/// a call into Postgres: `None` for anything else, or a datum that is
+/// toasted or compressed.
+unsafe fn plain_scalar(datum: pg_sys::Datum) -> Option<Value> {
+    let p = datum.cast_mut_ptr::<pg_sys::varlena>();
+    let plain = pgrx::varlena::varatt_is_4b_u(p) || (pgrx::varlena::varatt_is_1b(p) && !pgrx::varlena::varatt_is_1b_e(p));
+    if !plain {
+        return None;
+    }
+    let len = pgrx::varlena::varsize_any_exhdr(p);
+    let data = pgrx::varlena::vardata_any(p) as *const u8;
+    if len < 8 {
+        return None;
+    }
+    // The root container of a scalar: a one-element array flagged scalar,
+    // its one JEntry, then the value's bytes.
+    let header = std::ptr::read_unaligned(data as *const u32);
+    if header != pg_sys::JB_FSCALAR | pg_sys::JB_FARRAY | 1 {
+        return None;
+    }
+    let entry = std::ptr::read_unaligned(data.add(4) as *const u32);
+    match entry & pg_sys::JENTRY_TYPEMASK {
+        pg_sys::JENTRY_ISSTRING => {
+            let n = (entry & pg_sys::JENTRY_OFFLENMASK) as usize;
+            if 8 + n > len {
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(data.add(8), n);
+            Some(Value::String(String::from_utf8_lossy(bytes).into_owned()))
+        }
+        pg_sys::JENTRY_ISBOOL_FALSE => Some(Value::Bool(false)),
+        pg_sys::JENTRY_ISBOOL_TRUE => Some(Value::Bool(true)),
+        pg_sys::JENTRY_ISNULL => Some(Value::Null),
+        _ => None,
+    }
+}
+
 unsafe fn string_of(v: &pg_sys::JsonbValue) -> String {
     let s = v.val.string;
     let bytes = std::slice::from_raw_parts(s.val as *const u8, usize::try_from(s.len).unwrap_or(0));
@@ -121,30 +164,68 @@ unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Value {
 
 /// A jsonb datum of `value`, allocated in the current memory context, or
 /// `None` when the text path must decide (see the module comment).
+///
+/// The value is laid out as a tree of `JsonbValue`s (object keys in jsonb's
+/// order: shorter first, then bytewise) and serialised by one
+/// `JsonbValueToJsonb`, as `jsonb_in` does once it has parsed.
 pub fn from_value(value: &Value) -> Option<pg_sys::Datum> {
     if !fits(value, 0) {
         return None;
     }
-    // SAFETY: builds a jsonb value with Postgres's own parse-state API; the
-    // strings it points to are borrowed from `value` until the jsonb is
-    // serialised by JsonbValueToJsonb, which copies them.
+    let mut tree = Tree::default();
+    // SAFETY: the tree's strings are borrowed from `value` and its arrays
+    // are owned by `tree`; both outlive JsonbValueToJsonb, which copies them.
     unsafe {
-        let mut state: *mut pg_sys::JsonbParseState = std::ptr::null_mut();
-        let root = match value {
-            Value::Array(_) | Value::Object(_) => push_container(&mut state, value),
-            scalar => {
-                let mut wrapper: pg_sys::JsonbValue = std::mem::zeroed();
-                wrapper.type_ = pg_sys::jbvType::jbvArray;
-                wrapper.val.array.rawScalar = true;
-                wrapper.val.array.nElems = 1;
-                pg_sys::pushJsonbValue(&mut state, WJB_BEGIN_ARRAY, &mut wrapper);
-                let mut v = scalar_jsonb(scalar);
-                pg_sys::pushJsonbValue(&mut state, WJB_ELEM, &mut v);
-                pg_sys::pushJsonbValue(&mut state, WJB_END_ARRAY, std::ptr::null_mut())
-            }
-        };
-        Some(pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(root)))
+        let mut root = tree.node(value);
+        Some(pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(&mut root)))
     }
+}
+
+/// The arrays a `JsonbValue` tree points into.
+#[derive(Default)]
+struct Tree {
+    elems: Vec<Vec<pg_sys::JsonbValue>>,
+    pairs: Vec<Vec<pg_sys::JsonbPair>>,
+}
+
+impl Tree {
+    unsafe fn node(&mut self, value: &Value) -> pg_sys::JsonbValue {
+        let mut v: pg_sys::JsonbValue = std::mem::zeroed();
+        match value {
+            Value::Array(items) => {
+                let mut elems: Vec<pg_sys::JsonbValue> = items.iter().map(|item| self.node(item)).collect();
+                v.type_ = pg_sys::jbvType::jbvArray;
+                v.val.array.nElems = elems.len() as i32;
+                v.val.array.elems = elems.as_mut_ptr();
+                v.val.array.rawScalar = false;
+                // Moving the Vec into `self` does not move its buffer.
+                self.elems.push(elems);
+            }
+            Value::Object(map) => {
+                let mut pairs: Vec<pg_sys::JsonbPair> = map
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, item))| pg_sys::JsonbPair { key: string_jsonb(k), value: self.node(item), order: i as u32 })
+                    .collect();
+                // serde's keys are unique; jsonb stores them sorted.
+                pairs.sort_by(|a, b| {
+                    let (ka, kb) = (key_bytes(a), key_bytes(b));
+                    ka.len().cmp(&kb.len()).then_with(|| ka.cmp(kb))
+                });
+                v.type_ = pg_sys::jbvType::jbvObject;
+                v.val.object.nPairs = pairs.len() as i32;
+                v.val.object.pairs = pairs.as_mut_ptr();
+                self.pairs.push(pairs);
+            }
+            scalar => return scalar_jsonb(scalar),
+        }
+        v
+    }
+}
+
+unsafe fn key_bytes(pair: &pg_sys::JsonbPair) -> &[u8] {
+    let s = pair.key.val.string;
+    std::slice::from_raw_parts(s.val as *const u8, s.len as usize)
 }
 
 /// Whether the value can be built directly: no NUL character and no
@@ -158,45 +239,6 @@ fn fits(value: &Value, depth: usize) -> bool {
                 && map.iter().all(|(k, v)| k.len() <= MAX_STRING_BYTES && !k.as_bytes().contains(&0) && fits(v, depth + 1))
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => true,
-    }
-}
-
-/// Push an array or object and everything in it; returns what the last
-/// `pushJsonbValue` returned (the finished value at the top level).
-unsafe fn push_container(state: &mut *mut pg_sys::JsonbParseState, value: &Value) -> *mut pg_sys::JsonbValue {
-    match value {
-        Value::Array(items) => {
-            let mut begin: pg_sys::JsonbValue = std::mem::zeroed();
-            begin.type_ = pg_sys::jbvType::jbvArray;
-            begin.val.array.nElems = i32::try_from(items.len()).unwrap_or(i32::MAX);
-            pg_sys::pushJsonbValue(state, WJB_BEGIN_ARRAY, &mut begin);
-            for item in items {
-                push_member(state, WJB_ELEM, item);
-            }
-            pg_sys::pushJsonbValue(state, WJB_END_ARRAY, std::ptr::null_mut())
-        }
-        Value::Object(map) => {
-            pg_sys::pushJsonbValue(state, WJB_BEGIN_OBJECT, std::ptr::null_mut());
-            for (k, v) in map {
-                let mut key = string_jsonb(k);
-                pg_sys::pushJsonbValue(state, WJB_KEY, &mut key);
-                push_member(state, WJB_VALUE, v);
-            }
-            pg_sys::pushJsonbValue(state, WJB_END_OBJECT, std::ptr::null_mut())
-        }
-        _ => std::ptr::null_mut(),
-    }
-}
-
-unsafe fn push_member(state: &mut *mut pg_sys::JsonbParseState, token: pg_sys::JsonbIteratorToken::Type, v: &Value) {
-    match v {
-        Value::Array(_) | Value::Object(_) => {
-            push_container(state, v);
-        }
-        scalar => {
-            let mut jv = scalar_jsonb(scalar);
-            pg_sys::pushJsonbValue(state, token, &mut jv);
-        }
     }
 }
 
