@@ -18,7 +18,7 @@
 use crate::compile::distinct::solutions_are_distinct;
 use crate::compile::filter::unbound;
 use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
-use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_json, path_sort, Item, SolutionAccess};
+use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
 use crate::compile::pattern::ground;
@@ -313,8 +313,13 @@ fn plain_plan(
     let mut ncol = 0;
     for item in items {
         if let Item::Column(paths) = item {
-            let vals = paths.iter().map(|p| path_json(&mut acc, cx, p)).collect::<Result<Vec<_>, _>>()?;
-            let v = if vals.len() == 1 { vals[0].clone() } else { format!("jsonb_build_array({})", vals.join(", ")) };
+            let v = match paths.as_slice() {
+                [one] => path_column(&mut acc, cx, one)?,
+                _ => {
+                    let vals = paths.iter().map(|p| path_json(&mut acc, cx, p)).collect::<Result<Vec<_>, _>>()?;
+                    format!("jsonb_build_array({})", vals.join(", "))
+                }
+            };
             ncol += 1;
             select.push(format!("{v} AS j{ncol}"));
         }
