@@ -19,21 +19,50 @@
 //!   through the link; a nested link as a proposition clause.
 //!
 //! Predicate alternatives and hop walks can join the same endpoints more
-//! than once, and OPTIONAL and UNION blocks add rows or branches, so a
-//! pattern that holds them is not known to be distinct. FILTER and NOT only
-//! remove solutions.
+//! than once, and UNION adds branches, so a pattern that holds them is not
+//! known to be distinct. An OPTIONAL block is, when its own rows are
+//! determined (`block_distinct`). FILTER and NOT only remove solutions.
 
 use kip_lang::ast::{Endpoint, Predicate, PropPattern, WhereClause};
 use std::collections::HashSet;
 
 /// Whether the solutions of `clauses` are distinct on the variables `keys`.
-pub(crate) fn solutions_are_distinct(clauses: &[WhereClause], keys: &[String]) -> bool {
-    if clauses.iter().any(|c| matches!(c, WhereClause::Optional(_) | WhereClause::Union(_))) {
+pub(crate) fn solutions_are_distinct<'a>(clauses: &'a [WhereClause], keys: &'a [String]) -> bool {
+    block_distinct(clauses, keys.iter().map(String::as_str).collect())
+}
+
+/// Whether the pattern has an OPTIONAL block at its top level: its
+/// variables may be NULL, so its solutions cannot be paged by keyset.
+pub(crate) fn has_optional(clauses: &[WhereClause]) -> bool {
+    clauses.iter().any(|c| matches!(c, WhereClause::Optional(_)))
+}
+
+/// [`solutions_are_distinct`] for one block, given the variables `known`
+/// to be determined outside it. An OPTIONAL block is distinct when each of
+/// its rows is determined by what is known around it plus what it learns
+/// itself; what it learns stays inside (when it matches nothing its
+/// variables are NULL and determine nothing), and for a given outer
+/// solution it either matches or yields one row of NULLs, never both.
+fn block_distinct<'a>(clauses: &'a [WhereClause], mut known: HashSet<&'a str>) -> bool {
+    if clauses.iter().any(|c| matches!(c, WhereClause::Union(_))) {
         return false;
     }
-    let mut known: HashSet<&str> = keys.iter().map(String::as_str).collect();
-    // Fixpoint: each pass may determine more variables; at most one pass
-    // per clause can add one.
+    learn(clauses, &mut known);
+    clauses.iter().all(|c| match c {
+        WhereClause::Concept { var, .. } => known.contains(var.as_str()),
+        WhereClause::Proposition { var, pattern } => {
+            var.as_deref().is_some_and(|v| known.contains(v)) || link_determined(pattern, &known)
+        }
+        WhereClause::Filter(_) | WhereClause::Not(_) => true,
+        WhereClause::Optional(inner) => block_distinct(inner, known.clone()),
+        WhereClause::Union(_) => false,
+    })
+}
+
+/// The variables the concept and proposition clauses of one block
+/// determine, to a fixpoint (each pass may determine more; at most one pass
+/// per clause can add one).
+fn learn<'a>(clauses: &'a [WhereClause], known: &mut HashSet<&'a str>) {
     loop {
         let before = known.len();
         for clause in clauses {
@@ -44,10 +73,10 @@ pub(crate) fn solutions_are_distinct(clauses: &[WhereClause], keys: &[String]) -
                 WhereClause::Proposition { var, pattern } => {
                     let link_known = var.as_deref().is_some_and(|v| known.contains(v));
                     if link_known {
-                        learn_endpoints(pattern, &mut known);
+                        learn_endpoints(pattern, known);
                     }
                     if let Some(v) = var {
-                        if link_determined(pattern, &known) {
+                        if link_determined(pattern, known) {
                             known.insert(v);
                         }
                     }
@@ -59,14 +88,6 @@ pub(crate) fn solutions_are_distinct(clauses: &[WhereClause], keys: &[String]) -
             break;
         }
     }
-    clauses.iter().all(|c| match c {
-        WhereClause::Concept { var, .. } => known.contains(var.as_str()),
-        WhereClause::Proposition { var, pattern } => {
-            var.as_deref().is_some_and(|v| known.contains(v)) || link_determined(pattern, &known)
-        }
-        WhereClause::Filter(_) | WhereClause::Not(_) => true,
-        WhereClause::Optional(_) | WhereClause::Union(_) => false,
-    })
 }
 
 /// Whether the link a pattern matches is determined by the known variables.
@@ -169,6 +190,12 @@ mod tests {
         assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, ?p, ?o) }"#, &["o"]));
         assert!(distinct(r#"FIND(?o, ?p) WHERE { ?s {id: "C:1"} (?s, ?p, ?o) }"#, &["o", "p"]));
         assert!(!distinct(r#"FIND(?o) WHERE { ?o {type: "T"} OPTIONAL { (?o, "a", ?x) } }"#, &["o"]));
+        // With ?x a key, each optional link is its own solution.
+        assert!(distinct(r#"FIND(?o, ?x) WHERE { ?o {type: "T"} OPTIONAL { (?o, "a", ?x) } }"#, &["o", "x"]));
+        // What an optional link determines stays inside it: when it does
+        // not match, ?l is NULL and says nothing about ?s.
+        assert!(!distinct(r#"FIND(?l) WHERE { ?s {type: "T"} OPTIONAL { ?l (?s, "a", ?o) } }"#, &["l"]));
+        assert!(!distinct(r#"FIND(?o, ?x) WHERE { ?o {type: "T"} OPTIONAL { (?o, "a" | "b", ?x) } }"#, &["o", "x"]));
         assert!(!distinct(r#"FIND(?o) WHERE { ?o {type: "T"} UNION { ?o {type: "U"} } }"#, &["o"]));
         // FILTER and NOT only remove solutions.
         assert!(distinct(

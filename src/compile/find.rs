@@ -15,7 +15,7 @@
 //! then by UNION branch, then by the projected variables' ids (first
 //! appearance), so pages are stable and the natural order is creation order.
 
-use crate::compile::distinct::solutions_are_distinct;
+use crate::compile::distinct::{has_optional, solutions_are_distinct};
 use crate::compile::filter::unbound;
 use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
@@ -338,7 +338,11 @@ fn plain_plan(
     // Streaming solutions (one branch, so `ord` is constant, and ids that
     // are never null) continue after the previous page's last ids instead
     // of skipping: keyset pagination.
-    let streams = q.order_by.is_empty() && distinct && !key_vars.is_empty() && key_vars.len() <= MAX_KEYSET_IDS;
+    let streams = q.order_by.is_empty()
+        && distinct
+        && !has_optional(&q.where_clauses)
+        && !key_vars.is_empty()
+        && key_vars.len() <= MAX_KEYSET_IDS;
     // A constant `ord` is left out of the page's order: the planner drops
     // it from the window's order, and would then sort the page again to
     // match an outer order that names it.
@@ -396,6 +400,7 @@ fn plain_plan(
 fn streams_in_natural_order(q: &FindQuery, items: &[Item]) -> bool {
     q.order_by.is_empty()
         && items.iter().all(|i| matches!(i, Item::Column(_)))
+        && !has_optional(&q.where_clauses)
         && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(items))
 }
 
