@@ -203,7 +203,7 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     } else {
         for item in &items {
             if let Item::Agg { agg, .. } = item {
-                outputs.push(global_agg(&mut cx, &rel.vars, agg)?);
+                outputs.push(global_agg(&mut cx, &rel.vars, &q.where_clauses, agg)?);
                 shape.push(Out::Scalar(outputs.len() - 1));
             }
         }
@@ -228,7 +228,7 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
                             "(SELECT coalesce(jsonb_agg({j} ORDER BY {}), '[]'::jsonb) FROM page)",
                             page.order
                         )),
-                        (Item::Agg { agg, .. }, None) => outputs.push(global_agg(&mut cx, &rel.vars, agg)?),
+                        (Item::Agg { agg, .. }, None) => outputs.push(global_agg(&mut cx, &rel.vars, &q.where_clauses, agg)?),
                         (Item::Column(_), None) => unreachable!("every column item has a page column"),
                     }
                     shape.push(if column.is_some() { Out::Column(outputs.len() - 1) } else { Out::Scalar(outputs.len() - 1) });
@@ -404,12 +404,16 @@ fn streams_in_natural_order(q: &FindQuery, items: &[Item]) -> bool {
         && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(items))
 }
 
-/// A scalar aggregation over all solutions.
-fn global_agg(cx: &mut Cx, vars: &[VarBinding], agg: &kip_lang::ast::Aggregate) -> Result<String, KipError> {
+/// A scalar aggregation over all solutions, each element counted once:
+/// deduplicated on (element, value), unless the solutions are distinct on
+/// the aggregated variable already (`COUNT(?s)` of the subjects linking to
+/// one anchor), when the DISTINCT would only sort them.
+fn global_agg(cx: &mut Cx, vars: &[VarBinding], clauses: &[kip_lang::ast::WhereClause], agg: &kip_lang::ast::Aggregate) -> Result<String, KipError> {
     let mut acc = SolutionAccess::new("s", vars);
     let (k, x) = agg_inputs(&mut acc, cx, agg)?;
     let joins = acc.joins_sql_for(&format!("{k} {x}"));
-    Ok(format!("(SELECT {} FROM (SELECT DISTINCT {k} AS k, {x} AS x FROM s {joins}) t)", agg_sql(agg)))
+    let distinct = if solutions_are_distinct(clauses, std::slice::from_ref(&agg.arg.var)) { "" } else { "DISTINCT " };
+    Ok(format!("(SELECT {} FROM (SELECT {distinct}{k} AS k, {x} AS x FROM s {joins}) t)", agg_sql(agg)))
 }
 
 /// Implicit GROUP BY: groups of the plain values, aggregations per group.

@@ -461,6 +461,21 @@ fn an_element_of_either_kind_reads_the_link_table_only_when_no_concept_has_its_i
 }
 
 #[test]
+fn a_count_over_distinct_solutions_needs_no_distinct() {
+    let facts = Facts { verified_in_statement: Some(super::env::InStatement { named_concepts: vec![] }), ..Facts::default() };
+    let compile = |text: &str| {
+        let Command::Find(q) = command(text) else { unreachable!() };
+        compile_find(&q, env(&facts), 10, 0, None).unwrap().sql
+    };
+    // The subjects of the links to one anchor are distinct.
+    let sql = compile(r#"FIND(COUNT(?s)) WHERE { ?o {id: "C:3"} (?s, "treats", ?o) }"#);
+    assert!(sql.contains("(SELECT s.v_") && !sql.contains("SELECT DISTINCT"), "{sql}");
+    // Two hops may reach one ?x twice: counted once.
+    let sql = compile(r#"FIND(COUNT(?x)) WHERE { ?o {id: "C:3"} (?s, "treats", ?o) (?x, "treats", ?s) }"#);
+    assert!(sql.contains("SELECT DISTINCT"), "{sql}");
+}
+
+#[test]
 fn a_streaming_find_pages_by_keyset() {
     let Command::Find(q) = command(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.name != "B") } LIMIT 10"#) else {
         unreachable!()
