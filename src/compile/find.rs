@@ -25,6 +25,7 @@ use crate::compile::pattern::ground;
 use crate::compile::SqlParam;
 use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
 use kip_lang::{ErrorCode, KipError};
+use std::fmt::Write;
 
 /// Where an entry of the result comes from in the SQL output row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,11 +289,12 @@ fn plain_plan(
         // row: the page can stream from an index in its order and stop
         // at LIMIT (`FIND(?x) WHERE { ?x {type: "T"} } LIMIT 10` over a
         // type of a million members reads about ten index entries).
-        let carried: String = key_vars
-            .iter()
-            .filter(|v| v.carried)
-            .flat_map(|v| CARRIED_CONCEPT_COLUMNS.iter().map(move |c| format!("s.{}_{c}, ", v.column)))
-            .collect();
+        let mut carried = String::new();
+        for v in key_vars.iter().filter(|v| v.carried) {
+            for c in CARRIED_CONCEPT_COLUMNS {
+                let _ = write!(carried, "s.{}_{c}, ", v.column);
+            }
+        }
         format!("d AS (SELECT {key_cols}{carried}s.ord AS ord FROM s)")
     } else {
         format!(

@@ -25,6 +25,7 @@ use crate::compile::pattern::{either_link_row, Cx, Row, Var, VarBinding, VarKind
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
 use std::collections::HashMap;
+use std::fmt::Write;
 
 /// One entry of the result: a column of plain paths or an aggregation.
 #[derive(Debug, Clone)]
@@ -201,10 +202,12 @@ impl VarAccess for SolutionAccess {
             // The solution brought the row's columns along: name them as a
             // row (a subquery without FROM, which the planner flattens).
             let a = cx.alias("ec");
-            let columns: Vec<String> = std::iter::once(format!("{} AS id", var.expr))
-                .chain(CARRIED_CONCEPT_COLUMNS.iter().map(|c| format!("{}_{c} AS {c}", var.expr)))
-                .collect();
-            self.joins.push((a.clone(), format!("LEFT JOIN LATERAL (SELECT {}) {a} ON true", columns.join(", "))));
+            let mut sql = format!("LEFT JOIN LATERAL (SELECT {} AS id", var.expr);
+            for c in CARRIED_CONCEPT_COLUMNS {
+                let _ = write!(sql, ", {}_{c} AS {c}", var.expr);
+            }
+            let _ = write!(sql, ") {a} ON true");
+            self.joins.push((a.clone(), sql));
             let row = Row::Concept(a);
             self.rows.insert(name.to_string(), row.clone());
             return Some(row);

@@ -125,15 +125,28 @@ impl Builder {
     /// joined in this block also brings that row's columns
     /// (`VarBinding::carried`).
     pub(super) fn render_carrying(&self, with_ord: bool, carry: bool) -> Rel {
-        let mut select = Vec::new();
+        use std::fmt::Write;
+        // One buffer for the select list: a block's SELECT names each
+        // variable and, carried, eight columns of its row.
+        let mut sql = String::with_capacity(256);
+        sql.push_str("SELECT ");
+        let mut first = true;
+        let mut item = |sql: &mut String| {
+            if !first {
+                sql.push_str(", ");
+            }
+            first = false;
+        };
         let mut vars = Vec::new();
         for (name, var) in self.local.iter().filter(|(_, v)| v.own) {
             let column = format!("v_{}", vars.len() + 1);
-            select.push(format!("{} AS {column}", var.expr));
+            item(&mut sql);
+            let _ = write!(sql, "{} AS {column}", var.expr);
             let carried = match (&var.row, var.kind) {
                 (Some(Row::Concept(a)), VarKind::Concept) if carry => {
                     for c in CARRIED_CONCEPT_COLUMNS {
-                        select.push(format!("{a}.{c} AS {column}_{c}"));
+                        item(&mut sql);
+                        let _ = write!(sql, "{a}.{c} AS {column}_{c}");
                     }
                     true
                 }
@@ -142,12 +155,12 @@ impl Builder {
             vars.push(VarBinding { name: name.clone(), kind: var.kind, column, carried });
         }
         if with_ord {
-            select.push(format!("{} AS ord", self.ord));
+            item(&mut sql);
+            let _ = write!(sql, "{} AS ord", self.ord);
         }
-        if select.is_empty() {
-            select.push("1 AS unit".to_string());
+        if first {
+            sql.push_str("1 AS unit");
         }
-        let mut sql = format!("SELECT {}", select.join(", "));
         if !self.from.is_empty() {
             sql.push_str(" FROM ");
             sql.push_str(&self.render_from());
