@@ -505,9 +505,12 @@ fn a_streaming_find_pages_by_keyset() {
     }
 }
 
+/// Not a check: prints the time one parse and one compile of two small
+/// FINDs take, for work on the compiler's speed. Run with
+/// `cargo test --release -p kip --lib -- --ignored compile_and_parse_time --nocapture`.
 #[test]
 #[ignore]
-fn zz_compile_speed() {
+fn compile_and_parse_time_per_call() {
     for text in [
         r#"FIND(?x) WHERE { ?x {id: "C:5"} }"#,
         r#"FIND(?o.name) WHERE { ?s {type: "Node", name: "n1"} (?s, "links", ?o) }"#,
