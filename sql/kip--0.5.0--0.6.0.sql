@@ -21,7 +21,7 @@ CREATE INDEX propositions_expiring_idx ON kip.propositions (space) WHERE expires
 -- Each backend remembers which spaces are ready, so a call no longer reads
 -- kip.spaces; this trigger makes every backend forget them when the table
 -- changes. Until it exists, the library remembers nothing.
--- Each backend remembers which spaces are ready (src/bootstrap/known_spaces.rs)
+-- Each backend remembers which spaces are ready (src/exec/known.rs)
 -- and forgets them when this table changes: the trigger registers a relcache
 -- invalidation of the table, delivered to every backend.
 CREATE FUNCTION kip.spaces_changed() RETURNS trigger
@@ -64,3 +64,18 @@ AS 'MODULE_PATHNAME', 'kip_concepts_history';
 CREATE OR REPLACE FUNCTION kip.propositions_history() RETURNS trigger
 LANGUAGE c SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'kip_propositions_history';
+
+-- issue 11: performance (the registry check of every UPSERT)
+-- Each backend remembers the registered types and predicates of a space
+-- (src/exec/known.rs) and forgets them when a definition row is deleted,
+-- renamed or moved, or the table truncated: these triggers register a
+-- relcache invalidation of kip.spaces, which every backend watches.
+CREATE FUNCTION kip.registry_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_registry_changed';
+COMMENT ON FUNCTION kip.registry_changed() IS 'Tells every backend that a type or predicate definition changed (kip internal)';
+CREATE TRIGGER registry_changed AFTER UPDATE OF space, type, name OR DELETE ON kip.concepts
+    FOR EACH ROW WHEN (OLD.type IN ('$ConceptType', '$PropositionType')) EXECUTE FUNCTION kip.registry_changed();
+CREATE TRIGGER registry_truncated AFTER TRUNCATE ON kip.concepts
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.registry_changed();
+ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_changed;
+ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated;

@@ -32,7 +32,7 @@ CREATE TABLE kip.spaces (
 COMMENT ON TABLE kip.spaces IS 'Memory spaces; select one with SET kip.space';
 COMMENT ON COLUMN kip.spaces.capsule_level IS 'Capsule level of the space; older spaces are upgraded on their next use';
 
--- Each backend remembers which spaces are ready (src/bootstrap/known_spaces.rs)
+-- Each backend remembers which spaces are ready (src/exec/known.rs)
 -- and forgets them when this table changes: the trigger registers a relcache
 -- invalidation of the table, delivered to every backend.
 CREATE FUNCTION kip.spaces_changed() RETURNS trigger
@@ -202,6 +202,20 @@ CREATE TRIGGER propositions_touch BEFORE UPDATE ON kip.propositions
     FOR EACH ROW EXECUTE FUNCTION kip.touch_proposition();
 
 -- External ids.
+-- Each backend remembers the registered types and predicates of a space
+-- (src/exec/known.rs) and forgets them when a definition row is deleted,
+-- renamed or moved, or the table truncated: these triggers register a
+-- relcache invalidation of kip.spaces, which every backend watches.
+CREATE FUNCTION kip.registry_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_registry_changed';
+COMMENT ON FUNCTION kip.registry_changed() IS 'Tells every backend that a type or predicate definition changed (kip internal)';
+CREATE TRIGGER registry_changed AFTER UPDATE OF space, type, name OR DELETE ON kip.concepts
+    FOR EACH ROW WHEN (OLD.type IN ('$ConceptType', '$PropositionType')) EXECUTE FUNCTION kip.registry_changed();
+CREATE TRIGGER registry_truncated AFTER TRUNCATE ON kip.concepts
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.registry_changed();
+ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_changed;
+ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated;
+
 -- The KIP element object of a stored row, built in one call
 -- (src/exec/element_json.rs; the compiler's SQL calls them).
 CREATE FUNCTION kip.concept_json(id bigint, type text, name text, attributes jsonb, metadata jsonb,

@@ -59,7 +59,7 @@ pub extern "C-unwind" fn _PG_init() {
     maintenance::settings::register();
     embed::settings::register();
     governance::settings::register();
-    bootstrap::known_spaces::register();
+    exec::known::register();
     // Only does something while the postmaster preloads the library.
     maintenance::worker::register();
 }

@@ -12,8 +12,8 @@ mod bootstrap;
 mod delete;
 #[path = "kml/experience.rs"]
 mod experience;
-#[path = "kml/known_spaces.rs"]
-mod known_spaces;
+#[path = "kml/known.rs"]
+mod known;
 #[path = "kml/merge.rs"]
 mod merge;
 #[path = "kml/protection.rs"]

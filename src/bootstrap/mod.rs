@@ -21,7 +21,6 @@
 //! (`upgrade`).
 
 mod capsules;
-pub mod known_spaces;
 mod merge;
 mod upgrade;
 

@@ -2,21 +2,21 @@
 //! bootstrapped with the capsules on first use, and brought up to the current
 //! capsule level later.
 
-use super::known_spaces;
+use crate::exec::known;
 use crate::exec::{spi, subxact, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::KipError;
 
 /// Whether the space exists already.
 pub fn exists(space: &Space) -> Result<bool, KipError> {
-    if known_spaces::is_ready(space) {
+    if known::is_ready(space) {
         return Ok(true);
     }
     let Some(state) = state(space, Read::ReadOnly)? else {
         return Ok(false);
     };
     if state.bootstrapped && !state.needs_upgrade() {
-        known_spaces::remember(space, state.xmin.as_deref())?;
+        known::remember(space, state.xmin.as_deref())?;
     }
     Ok(true)
 }
@@ -28,12 +28,12 @@ pub fn ensure(space: &Space) -> Result<(), KipError> {
     // Fast paths, taken by every call after the first: a space this backend
     // knows to be ready, or one whose row says so (no insert attempt and no
     // row lock, so concurrent writers of one space never queue here).
-    if known_spaces::is_ready(space) {
+    if known::is_ready(space) {
         return Ok(());
     }
     if let Some(state) = state(space, Read::Plain)? {
         if state.bootstrapped && !state.needs_upgrade() {
-            return known_spaces::remember(space, state.xmin.as_deref());
+            return known::remember(space, state.xmin.as_deref());
         }
     }
     spi::execute(
@@ -66,7 +66,7 @@ struct State {
     /// are older than the library (before `ALTER EXTENSION kip UPDATE`),
     /// when the column does not exist yet and no upgrade is attempted.
     level: Option<i32>,
-    /// The row's `xmin`: which transaction wrote it (`known_spaces`).
+    /// The row's `xmin`: which transaction wrote it (`exec::known`).
     xmin: Option<String>,
 }
 

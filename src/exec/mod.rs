@@ -5,6 +5,7 @@ pub mod budget;
 pub mod context;
 pub mod element_json;
 pub mod jsonb;
+pub mod known;
 pub mod pg_error;
 pub mod spi;
 pub mod subxact;

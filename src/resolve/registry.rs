@@ -5,7 +5,7 @@
 //! registered names (case mistakes such as `drug` for `Drug` first).
 
 use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
-use crate::exec::{spi, Access, SqlParam};
+use crate::exec::{known, spi, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};
 use std::collections::HashSet;
@@ -54,17 +54,33 @@ pub fn require_all(space: &Space, needed: &[Requirement]) -> Result<(), KipError
         needed.iter().map(|r| (r.kind.meta_type().to_string(), r.name.clone())).collect();
     pairs.sort();
     pairs.dedup();
-    let (types, names): (Vec<String>, Vec<String>) = pairs.into_iter().unzip();
-    let rows = spi::lookup(
-        "SELECT r.type, r.name FROM unnest($2::text[], $3::text[]) AS r(type, name) \
-         WHERE EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = $1 AND c.type = r.type AND c.name = r.name)",
-        &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
-        Access::ReadWrite,
-    )?;
-    let found: HashSet<(String, String)> = rows
-        .into_iter()
-        .filter_map(|r| Some((r.first()?.as_str()?.to_string(), r.get(1)?.as_str()?.to_string())))
-        .collect();
+    // Definitions this backend knows to exist need no query (`exec::known`).
+    let known = known::registered(space, &pairs);
+    let mut found: HashSet<(String, String)> = HashSet::new();
+    let mut unknown_pairs = Vec::new();
+    for (pair, is_known) in pairs.into_iter().zip(known) {
+        if is_known {
+            found.insert(pair);
+        } else {
+            unknown_pairs.push(pair);
+        }
+    }
+    if !unknown_pairs.is_empty() {
+        let (types, names): (Vec<String>, Vec<String>) = unknown_pairs.into_iter().unzip();
+        let rows = spi::lookup(
+            "SELECT c.type, c.name, c.xmin::text FROM unnest($2::text[], $3::text[]) AS r(type, name) \
+             JOIN kip.concepts c ON c.space = $1 AND c.type = r.type AND c.name = r.name",
+            &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
+            Access::ReadWrite,
+        )?;
+        for row in rows {
+            let text = |i: usize| row.get(i).and_then(|v| v.as_str()).map(str::to_string);
+            if let (Some(t), Some(n)) = (text(0), text(1)) {
+                known::remember_registered(space, &t, &n, text(2).as_deref())?;
+                found.insert((t, n));
+            }
+        }
+    }
     for r in needed {
         if !found.contains(&(r.kind.meta_type().to_string(), r.name.clone())) {
             return Err(unknown(space, r.kind, &r.name));

@@ -1,9 +1,12 @@
-//! Each backend remembers which spaces are ready, so a call does not read
-//! `kip.spaces` (src/bootstrap/known_spaces.rs). The memo must never outlive
-//! the row: a space dropped or changed by another session, or created in a
-//! transaction that rolled back, is checked (and created, bootstrapped) again.
+//! Each backend remembers which spaces are ready and which types and
+//! predicates are registered, so a call does not read `kip.spaces` or look
+//! its types up (src/exec/known.rs). The memo must never outlive the row: a
+//! space dropped or changed by another session, or created in a
+//! transaction that rolled back, is checked (and created, bootstrapped)
+//! again; a type deleted or renamed by another session, or defined in a
+//! transaction that rolled back, is unknown again.
 
-use super::common::{exists, run};
+use super::common::{exists, fails, run};
 use kip_integration_tests::{connect, err_code, kip_readonly, unique_space, use_space};
 use postgres::{Client, GenericClient};
 use serde_json::json;
@@ -118,4 +121,54 @@ fn a_space_created_in_a_rolled_back_transaction_is_created_again() {
     assert_eq!(rows, 0);
     run(&mut c, PROBE);
     assert!(exists(&mut c, "Person", "$self"), "the space was not created and bootstrapped again");
+}
+
+/// A session on a new space that has defined the type `Gadget` and used it
+/// twice (the second use reads the committed definition and remembers it).
+fn remembered_type() -> (Client, String) {
+    let mut c = connect();
+    let space = unique_space("memo_type");
+    use_space(&mut c, &space);
+    run(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Gadget"} SET ATTRIBUTES { description: "A gadget." } } }"#);
+    run(&mut c, r#"UPSERT { CONCEPT ?g { {type: "Gadget", name: "g1"} } }"#);
+    run(&mut c, r#"UPSERT { CONCEPT ?g { {type: "Gadget", name: "g2"} } }"#);
+    (c, space)
+}
+
+const GADGET: &str = r#"UPSERT { CONCEPT ?g { {type: "Gadget", name: "g3"} } }"#;
+
+#[test]
+fn a_type_deleted_by_another_session_is_unknown_again() {
+    let (mut c, space) = remembered_type();
+    let mut other = connect();
+    other
+        .execute("DELETE FROM kip.concepts WHERE space = $1 AND type = '$ConceptType' AND name = 'Gadget'", &[&space])
+        .unwrap();
+    // Remembered without invalidation, the UPSERT would write an instance
+    // of a type that no longer exists.
+    assert_eq!(fails(&mut c, GADGET), "KIP_2001");
+}
+
+#[test]
+fn a_type_renamed_by_another_session_is_unknown_again() {
+    let (mut c, space) = remembered_type();
+    let mut other = connect();
+    other
+        .execute("UPDATE kip.concepts SET name = 'Widget' WHERE space = $1 AND type = '$ConceptType' AND name = 'Gadget'", &[&space])
+        .unwrap();
+    assert_eq!(fails(&mut c, GADGET), "KIP_2001");
+}
+
+#[test]
+fn a_type_defined_in_a_rolled_back_transaction_is_unknown_afterwards() {
+    let mut c = connect();
+    let space = unique_space("memo_type_rollback");
+    use_space(&mut c, &space);
+    run(&mut c, "DESCRIBE PRIMER");
+    c.batch_execute("BEGIN").unwrap();
+    run(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Gadget"} SET ATTRIBUTES { description: "A gadget." } } }"#);
+    run(&mut c, r#"UPSERT { CONCEPT ?g { {type: "Gadget", name: "g1"} } }"#);
+    run(&mut c, r#"UPSERT { CONCEPT ?g { {type: "Gadget", name: "g2"} } }"#);
+    c.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(fails(&mut c, GADGET), "KIP_2001");
 }
