@@ -307,17 +307,7 @@ pub unsafe extern "C-unwind" fn kip_metadata_json(fcinfo: pg_sys::FunctionCallIn
     finish(b.metadata_object(&args, 0))
 }
 
-macro_rules! v1_info {
-    ($($name:ident),*) => {$(
-        #[no_mangle]
-        pub extern "C" fn $name() -> &'static pg_sys::Pg_finfo_record {
-            const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-            &V1
-        }
-    )*};
-}
-
-v1_info!(pg_finfo_kip_concept_json, pg_finfo_kip_proposition_json, pg_finfo_kip_metadata_json);
+crate::exec::v1_function_info!(pg_finfo_kip_concept_json, pg_finfo_kip_proposition_json, pg_finfo_kip_metadata_json);
 
 #[cfg(test)]
 mod tests {

@@ -221,14 +221,4 @@ pub unsafe extern "C-unwind" fn kip_registry_changed(fcinfo: pg_sys::FunctionCal
     pg_sys::Datum::from(0usize)
 }
 
-#[no_mangle]
-pub extern "C" fn pg_finfo_kip_spaces_changed() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
-
-#[no_mangle]
-pub extern "C" fn pg_finfo_kip_registry_changed() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+crate::exec::v1_function_info!(pg_finfo_kip_spaces_changed, pg_finfo_kip_registry_changed);

@@ -14,3 +14,17 @@ pub mod extensions;
 
 pub use context::{Ctx, Mode, Origin};
 pub use spi::{Access, SqlParam};
+
+/// `pg_finfo_<name>` records for C functions written by hand (trigger
+/// functions and the element builders): Postgres calls them to learn that
+/// `<name>` follows the version-1 calling convention.
+macro_rules! v1_function_info {
+    ($($name:ident),* $(,)?) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name() -> &'static pgrx::pg_sys::Pg_finfo_record {
+            const V1: pgrx::pg_sys::Pg_finfo_record = pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+            &V1
+        }
+    )*};
+}
+pub(crate) use v1_function_info;

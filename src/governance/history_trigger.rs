@@ -175,14 +175,4 @@ pub unsafe extern "C-unwind" fn kip_propositions_history(fcinfo: pg_sys::Functio
     record(fcinfo, Kind::Proposition)
 }
 
-#[no_mangle]
-pub extern "C" fn pg_finfo_kip_concepts_history() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
-
-#[no_mangle]
-pub extern "C" fn pg_finfo_kip_propositions_history() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+crate::exec::v1_function_info!(pg_finfo_kip_concepts_history, pg_finfo_kip_propositions_history);
