@@ -26,7 +26,6 @@ use pgrx::pg_sys::JsonbIteratorToken::{
     WJB_BEGIN_ARRAY, WJB_BEGIN_OBJECT, WJB_DONE, WJB_ELEM, WJB_END_ARRAY, WJB_END_OBJECT, WJB_KEY, WJB_VALUE,
 };
 
-
 /// serde_json's recursion limit: deeper values take the text path, which
 /// refuses them as it always has.
 const MAX_DEPTH: usize = 128;
