@@ -268,12 +268,8 @@ fn whole_json(access: &mut SolutionAccess, cx: &mut Cx, name: &str, kind: VarKin
 
 /// The JSON value of a dot path (SQL jsonb, NULL when unbound or missing).
 pub(crate) fn path_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath) -> Result<String, KipError> {
-    Ok(match path_operand(access, cx, path)? {
-        Operand::Id(expr, kind) => whole_json(access, cx, &path.var, kind, &expr),
-        Operand::Text(t) => format!("to_jsonb({t})"),
-        Operand::Json(j) | Operand::Object(j) => j,
-        Operand::Lit(v) => cx.params.json(v),
-    })
+    let operand = path_operand(access, cx, path)?;
+    Ok(operand_json(access, cx, path, operand))
 }
 
 /// A page column of one dot path: [`path_json`], except that a text value
@@ -284,10 +280,18 @@ pub(crate) fn path_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath
 pub(crate) fn path_column(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath) -> Result<String, KipError> {
     Ok(match path_operand(access, cx, path)? {
         Operand::Text(t) | Operand::Id(t, VarKind::Predicate) => t,
+        operand => operand_json(access, cx, path, operand),
+    })
+}
+
+/// An operand of `path` as SQL jsonb.
+fn operand_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath, operand: Operand) -> String {
+    match operand {
         Operand::Id(expr, kind) => whole_json(access, cx, &path.var, kind, &expr),
+        Operand::Text(t) => format!("to_jsonb({t})"),
         Operand::Json(j) | Operand::Object(j) => j,
         Operand::Lit(v) => cx.params.json(v),
-    })
+    }
 }
 
 /// Sort expressions for a path: typed so numbers order as numbers and
