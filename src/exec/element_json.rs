@@ -14,7 +14,9 @@
 //! `to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, which
 //! is still what formats one outside the years 1 to 9999 (or infinite).
 
+use super::jsonb::{integer_value, string_value};
 use pgrx::pg_sys;
+use pgrx::IntoDatum;
 use pgrx::pg_sys::JsonbIteratorToken::{WJB_BEGIN_OBJECT, WJB_DONE, WJB_END_OBJECT, WJB_KEY, WJB_VALUE};
 
 const JB_CMASK: u32 = 0x0FFF_FFFF;
@@ -72,20 +74,20 @@ impl Builder {
     unsafe fn owned(&mut self, key: &str, value: String) {
         let bytes = value.into_bytes().into_boxed_slice();
         self.key(key.as_bytes());
-        let mut v = string(&bytes);
+        let mut v = string_value(&bytes);
         pg_sys::pushJsonbValue(&mut self.state, WJB_VALUE, &mut v);
         // The boxed bytes do not move when `keep` grows.
         self.keep.push(bytes);
     }
 
     unsafe fn key(&mut self, key: &[u8]) {
-        let mut v = string(key);
+        let mut v = string_value(key);
         pg_sys::pushJsonbValue(&mut self.state, WJB_KEY, &mut v);
     }
 
     unsafe fn string(&mut self, key: &str, value: &[u8]) {
         self.key(key.as_bytes());
-        let mut v = string(value);
+        let mut v = string_value(value);
         pg_sys::pushJsonbValue(&mut self.state, WJB_VALUE, &mut v);
     }
 
@@ -97,9 +99,7 @@ impl Builder {
     /// A text argument as a string, or JSON null.
     unsafe fn endpoint(&mut self, key: &str, args: &Args, n: usize) {
         if args.is_null(n) {
-            let mut null: pg_sys::JsonbValue = std::mem::zeroed();
-            null.type_ = pg_sys::jbvType::jbvNull;
-            self.value(key, null);
+            self.null(key);
         } else {
             self.string(key, args.text(n));
         }
@@ -145,40 +145,24 @@ impl Builder {
                 _ => {}
             }
         }
-        self.value("_version", numeric(args.int4(first + 1)));
+        self.value("_version", integer_value(args.int4(first + 1)));
         self.timestamp("_created_at", args.datum(first + 2));
         self.timestamp("_updated_at", args.datum(first + 3));
         self.end()
     }
 
     unsafe fn timestamp(&mut self, key: &str, ts: pg_sys::Datum) {
-        match iso_utc(ts.value() as i64) {
+        match iso_utc(ts.value() as i64).or_else(|| to_char_utc(ts)) {
             Some(text) => self.owned(key, text),
-            None => match to_char_utc(ts) {
-                Some(text) => self.owned(key, text),
-                None => {
-                    let mut null: pg_sys::JsonbValue = std::mem::zeroed();
-                    null.type_ = pg_sys::jbvType::jbvNull;
-                    self.value(key, null);
-                }
-            },
+            None => self.null(key),
         }
     }
-}
 
-unsafe fn string(bytes: &[u8]) -> pg_sys::JsonbValue {
-    let mut v: pg_sys::JsonbValue = std::mem::zeroed();
-    v.type_ = pg_sys::jbvType::jbvString;
-    v.val.string.val = bytes.as_ptr() as *mut std::ffi::c_char;
-    v.val.string.len = bytes.len() as i32;
-    v
-}
-
-unsafe fn numeric(n: i64) -> pg_sys::JsonbValue {
-    let mut v: pg_sys::JsonbValue = std::mem::zeroed();
-    v.type_ = pg_sys::jbvType::jbvNumeric;
-    v.val.numeric = pg_sys::int64_to_numeric(n);
-    v
+    unsafe fn null(&mut self, key: &str) {
+        let mut null: pg_sys::JsonbValue = std::mem::zeroed();
+        null.type_ = pg_sys::jbvType::jbvNull;
+        self.value(key, null);
+    }
 }
 
 /// A stored jsonb container, copied in by `pushJsonbValue`.
@@ -229,23 +213,13 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 unsafe fn to_char_utc(ts: pg_sys::Datum) -> Option<String> {
     let utc = pgrx::direct_function_call_as_datum(
         pg_sys::timestamptz_zone,
-        &["UTC".into_datum_text(), Some(ts)],
+        &["UTC".into_datum(), Some(ts)],
     )?;
     let text = pgrx::direct_function_call::<String>(
         pg_sys::timestamp_to_char,
-        &[Some(utc), "YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"".into_datum_text()],
+        &[Some(utc), "YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"".into_datum()],
     )?;
     Some(text)
-}
-
-trait IntoDatumText {
-    fn into_datum_text(self) -> Option<pg_sys::Datum>;
-}
-
-impl IntoDatumText for &str {
-    fn into_datum_text(self) -> Option<pg_sys::Datum> {
-        pgrx::IntoDatum::into_datum(self)
-    }
 }
 
 unsafe fn finish(root: *mut pg_sys::JsonbValue) -> pg_sys::Datum {

@@ -168,14 +168,11 @@ unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Value {
 /// order: shorter first, then bytewise) and serialised by one
 /// `JsonbValueToJsonb`, as `jsonb_in` does once it has parsed.
 pub fn from_value(value: &Value) -> Option<pg_sys::Datum> {
-    if !fits(value, 0) {
-        return None;
-    }
     let mut tree = Tree::default();
     // SAFETY: the tree's strings are borrowed from `value` and its arrays
     // are owned by `tree`; both outlive JsonbValueToJsonb, which copies them.
     unsafe {
-        let mut root = tree.node(value);
+        let mut root = tree.node(value, 0)?;
         Some(pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(&mut root)))
     }
 }
@@ -188,11 +185,15 @@ struct Tree {
 }
 
 impl Tree {
-    unsafe fn node(&mut self, value: &Value) -> pg_sys::JsonbValue {
+    /// The node of `value` at `depth`, or `None` for what only the text
+    /// path decides: deeper than serde's limit, a NUL character or a string
+    /// longer than jsonb holds (jsonb_in refuses both).
+    unsafe fn node(&mut self, value: &Value, depth: usize) -> Option<pg_sys::JsonbValue> {
         let mut v: pg_sys::JsonbValue = std::mem::zeroed();
         match value {
+            Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => return None,
             Value::Array(items) => {
-                let mut elems: Vec<pg_sys::JsonbValue> = items.iter().map(|item| self.node(item)).collect();
+                let mut elems = items.iter().map(|item| self.node(item, depth + 1)).collect::<Option<Vec<_>>>()?;
                 v.type_ = pg_sys::jbvType::jbvArray;
                 v.val.array.nElems = elems.len() as i32;
                 v.val.array.elems = elems.as_mut_ptr();
@@ -201,11 +202,13 @@ impl Tree {
                 self.elems.push(elems);
             }
             Value::Object(map) => {
-                let mut pairs: Vec<pg_sys::JsonbPair> = map
+                let mut pairs = map
                     .iter()
                     .enumerate()
-                    .map(|(i, (k, item))| pg_sys::JsonbPair { key: string_jsonb(k), value: self.node(item), order: i as u32 })
-                    .collect();
+                    .map(|(i, (k, item))| {
+                        Some(pg_sys::JsonbPair { key: string_value(storable(k)?), value: self.node(item, depth + 1)?, order: i as u32 })
+                    })
+                    .collect::<Option<Vec<_>>>()?;
                 // serde's keys are unique; jsonb stores them sorted.
                 pairs.sort_by(|a, b| {
                     let (ka, kb) = (key_bytes(a), key_bytes(b));
@@ -216,10 +219,17 @@ impl Tree {
                 v.val.object.pairs = pairs.as_mut_ptr();
                 self.pairs.push(pairs);
             }
-            scalar => return scalar_jsonb(scalar),
+            Value::String(text) => return Some(string_value(storable(text)?)),
+            scalar => return Some(scalar_jsonb(scalar)),
         }
-        v
+        Some(v)
     }
+}
+
+/// The bytes of a string jsonb can hold as `jsonb_in` would: no NUL, not
+/// longer than `JENTRY_OFFLENMASK`.
+fn storable(text: &str) -> Option<&[u8]> {
+    (text.len() <= MAX_STRING_BYTES && !text.as_bytes().contains(&0)).then_some(text.as_bytes())
 }
 
 unsafe fn key_bytes(pair: &pg_sys::JsonbPair) -> &[u8] {
@@ -227,45 +237,40 @@ unsafe fn key_bytes(pair: &pg_sys::JsonbPair) -> &[u8] {
     std::slice::from_raw_parts(s.val as *const u8, s.len as usize)
 }
 
-/// Whether the value can be built directly: no NUL character and no
-/// over-long string (jsonb_in refuses both), and within serde's depth.
-fn fits(value: &Value, depth: usize) -> bool {
-    match value {
-        Value::String(s) => s.len() <= MAX_STRING_BYTES && !s.as_bytes().contains(&0),
-        Value::Array(items) => depth < MAX_DEPTH && items.iter().all(|v| fits(v, depth + 1)),
-        Value::Object(map) => {
-            depth < MAX_DEPTH
-                && map.iter().all(|(k, v)| k.len() <= MAX_STRING_BYTES && !k.as_bytes().contains(&0) && fits(v, depth + 1))
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => true,
-    }
-}
-
-unsafe fn string_jsonb(s: &str) -> pg_sys::JsonbValue {
+/// A jsonb string scalar pointing at `bytes`, which must outlive the
+/// value's serialisation.
+pub(crate) unsafe fn string_value(bytes: &[u8]) -> pg_sys::JsonbValue {
     let mut v: pg_sys::JsonbValue = std::mem::zeroed();
     v.type_ = JBV_STRING;
-    v.val.string.val = s.as_ptr() as *mut std::ffi::c_char;
-    v.val.string.len = i32::try_from(s.len()).unwrap_or(i32::MAX);
+    v.val.string.val = bytes.as_ptr() as *mut std::ffi::c_char;
+    v.val.string.len = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
     v
 }
 
+/// A jsonb numeric scalar of an integer.
+pub(crate) unsafe fn integer_value(n: i64) -> pg_sys::JsonbValue {
+    let mut v: pg_sys::JsonbValue = std::mem::zeroed();
+    v.type_ = JBV_NUMERIC;
+    v.val.numeric = pg_sys::int64_to_numeric(n);
+    v
+}
+
+/// A null, boolean or number (strings and containers are `Tree::node`'s).
 unsafe fn scalar_jsonb(value: &Value) -> pg_sys::JsonbValue {
     let mut v: pg_sys::JsonbValue = std::mem::zeroed();
     match value {
-        Value::Null => v.type_ = JBV_NULL,
         Value::Bool(b) => {
             v.type_ = JBV_BOOL;
             v.val.boolean = *b;
         }
-        Value::String(s) => return string_jsonb(s),
-        Value::Number(n) => {
-            v.type_ = JBV_NUMERIC;
-            v.val.numeric = match n.as_i64() {
-                Some(i) => pg_sys::int64_to_numeric(i),
-                None => numeric_from_text(&n.to_string()),
-            };
-        }
-        Value::Array(_) | Value::Object(_) => v.type_ = JBV_NULL,
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => return integer_value(i),
+            None => {
+                v.type_ = JBV_NUMERIC;
+                v.val.numeric = numeric_from_text(&n.to_string());
+            }
+        },
+        _ => v.type_ = JBV_NULL,
     }
     v
 }

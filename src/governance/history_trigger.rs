@@ -134,19 +134,9 @@ unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum 
     let command = setting(c"kip.command_hash").and_then(|s| CString::new(s).ok());
     let role_name = pgrx::direct_function_call_as_datum(pg_sys::namein, &[Some(pg_sys::Datum::from(role.as_ptr()))]);
     let text = |s: &Option<CString>| s.as_ref().map(|c| pg_sys::Datum::from(pg_sys::cstring_to_text(c.as_ptr())));
-    let (app_datum, command_datum) = (text(&app), text(&command));
-    let mut values = [
-        pg_sys::Datum::from(changed_at),
-        role_name.unwrap_or(nothing),
-        app_datum.unwrap_or(nothing),
-        command_datum.unwrap_or(nothing),
-    ];
-    let nulls = [
-        b' ' as std::ffi::c_char,
-        if role_name.is_some() { b' ' } else { b'n' } as std::ffi::c_char,
-        if app_datum.is_some() { b' ' } else { b'n' } as std::ffi::c_char,
-        if command_datum.is_some() { b' ' } else { b'n' } as std::ffi::c_char,
-    ];
+    let params = [Some(pg_sys::Datum::from(changed_at)), role_name, text(&app), text(&command)];
+    let mut values = params.map(|p| p.unwrap_or(nothing));
+    let nulls = params.map(|p| if p.is_some() { b' ' } else { b'n' } as std::ffi::c_char);
     if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
         pgrx::error!("kip: SPI_connect failed in a history trigger");
     }
