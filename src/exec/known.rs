@@ -44,7 +44,7 @@ use kip_lang::KipError;
 use pgrx::pg_sys;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What the backend knows.
 #[derive(Default)]
@@ -53,8 +53,8 @@ struct Known {
     tables: Option<Tables>,
     /// Spaces known to be ready.
     ready: HashSet<String>,
-    /// `(space, meta-type, name)` of definitions known to exist.
-    registered: HashSet<(String, String, String)>,
+    /// Per space, `(meta-type, name)` of definitions known to exist.
+    registered: HashMap<String, HashSet<(String, String)>>,
 }
 
 #[derive(Clone, Copy)]
@@ -100,10 +100,8 @@ pub fn registered(space: &Space, pairs: &[(String, String)]) -> Vec<bool> {
     catch_up();
     KNOWN.with(|k| {
         let k = k.borrow();
-        pairs
-            .iter()
-            .map(|(t, n)| k.registered.contains(&(space.name().to_string(), t.clone(), n.clone())))
-            .collect()
+        let known = k.registered.get(space.name());
+        pairs.iter().map(|pair| known.is_some_and(|set| set.contains(pair))).collect()
     })
 }
 
@@ -113,7 +111,11 @@ pub fn remember_registered(space: &Space, meta_type: &str, name: &str, row_xmin:
         return Ok(());
     }
     KNOWN.with(|k| {
-        k.borrow_mut().registered.insert((space.name().to_string(), meta_type.to_string(), name.to_string()))
+        k.borrow_mut()
+            .registered
+            .entry(space.name().to_string())
+            .or_default()
+            .insert((meta_type.to_string(), name.to_string()))
     });
     Ok(())
 }
