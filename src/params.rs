@@ -22,7 +22,7 @@ pub enum SqlParam {
 
 
 /// Bind parameters of one SQL statement, numbered `$1`, `$2`, … in order.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Params {
     values: Vec<SqlParam>,
 }

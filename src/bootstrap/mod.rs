@@ -38,7 +38,7 @@ pub mod spaces;
 /// Load every capsule into `space`. Runs inside the caller's subtransaction
 /// (`spaces::ensure`), so a failure leaves the space unbootstrapped.
 pub fn run(space: &Space) -> Result<(), KipError> {
-    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite, origin: Origin::Bootstrap };
+    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite, origin: Origin::Bootstrap, text: None };
     for capsule in &CAPSULES {
         let failed = |e: KipError| {
             KipError::new(ErrorCode::InternalError, format!("bootstrap capsule {} failed: {e}", capsule.file))

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 
 /// Apply to `space` every capsule changed after capsule level `from`.
 pub fn upgrade(space: &Space, from: i32) -> Result<(), KipError> {
-    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite, origin: Origin::Bootstrap };
+    let ctx = Ctx { space: space.clone(), access: Access::ReadWrite, origin: Origin::Bootstrap, text: None };
     for capsule in CAPSULES.iter().filter(|c| c.changed_in > from) {
         let refuse = |message: String| {
             KipError::new(

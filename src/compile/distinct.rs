@@ -18,12 +18,13 @@
 //!   constant; a broad selector (`{type}`, `{name}`) is determined only
 //!   through the link; a nested link as a proposition clause.
 //!
-//! Predicate alternatives and hop walks can join the same endpoints more
-//! than once, and UNION adds branches, so a pattern that holds them is not
-//! known to be distinct. An OPTIONAL block is, when its own rows are
+//! Predicate alternatives can join the same endpoints more than once, and
+//! UNION adds branches, so a pattern that holds them is not known to be
+//! distinct. A hop walk yields each node it reaches once per anchor, so it
+//! is determined by its two ends, as a single link is. An OPTIONAL block is, when its own rows are
 //! determined (`block_distinct`). FILTER and NOT only remove solutions.
 
-use kip_lang::ast::{Endpoint, Predicate, PropPattern, WhereClause};
+use kip_lang::ast::{Endpoint, HopRange, Predicate, PropPattern, WhereClause};
 use std::collections::HashSet;
 
 /// Whether the solutions of `clauses` are distinct on the variables `keys`.
@@ -98,7 +99,11 @@ fn link_determined(pattern: &PropPattern, known: &HashSet<&str>) -> bool {
             let predicate = match &t.predicate {
                 Predicate::Literal(_) => true,
                 Predicate::Var(p) => known.contains(p.as_str()),
-                Predicate::Alternatives(_) | Predicate::Hops { .. } => false,
+                Predicate::Alternatives(_) => false,
+                // A walk is one row per node it reaches from its anchor
+                // (`compile::hops` returns the reached nodes DISTINCT); a
+                // one-link walk (`{1}`) is a link of one of its predicates.
+                Predicate::Hops { predicates, range } => *range != HopRange { min: 1, max: Some(1) } || predicates.len() == 1,
             };
             predicate && endpoint_determined(&t.subject, known) && endpoint_determined(&t.object, known)
         }
@@ -186,7 +191,7 @@ mod tests {
     #[test]
     fn alternatives_walks_and_blocks_are_not_known_distinct() {
         assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a" | "b", ?o) }"#, &["o"]));
-        assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a"{1,3}, ?o) }"#, &["o"]));
+        assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, ("a" | "b"){1}, ?o) }"#, &["o"]));
         assert!(!distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, ?p, ?o) }"#, &["o"]));
         assert!(distinct(r#"FIND(?o, ?p) WHERE { ?s {id: "C:1"} (?s, ?p, ?o) }"#, &["o", "p"]));
         assert!(!distinct(r#"FIND(?o) WHERE { ?o {type: "T"} OPTIONAL { (?o, "a", ?x) } }"#, &["o"]));
@@ -202,6 +207,16 @@ mod tests {
             r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a", ?o) FILTER(?o.name != "x") NOT { (?o, "b", ?z) } }"#,
             &["o"]
         ));
+    }
+
+    #[test]
+    fn a_walk_reaches_each_node_once_from_its_anchor() {
+        assert!(distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, "a"{1,3}, ?o) }"#, &["o"]));
+        assert!(distinct(r#"FIND(?o) WHERE { ?s {id: "C:1"} (?s, ("a" | "b"){0,}, ?o) }"#, &["o"]));
+        assert!(distinct(r#"FIND(?s) WHERE { (?s, "a"{2}, {type: "T", name: "t"}) }"#, &["s"]));
+        // From a broad anchor, one node is reached from many anchors.
+        assert!(!distinct(r#"FIND(?o) WHERE { ?s {type: "T"} (?s, "a"{1,3}, ?o) }"#, &["o"]));
+        assert!(distinct(r#"FIND(?s, ?o) WHERE { ?s {type: "T"} (?s, "a"{1,3}, ?o) }"#, &["s", "o"]));
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(crate) enum Out {
     Scalar(usize),
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) struct FindSql {
     pub sql: String,
     pub params: Params,
@@ -88,7 +88,7 @@ struct Page {
 ///
 /// Either way the error is the one a lookup before the statement would
 /// have raised.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) struct Guard {
     pub col: Option<usize>,
     pub named: Vec<(String, String)>,
@@ -365,7 +365,18 @@ fn plain_plan(
             })
         })
         .collect();
-    let sql = if q.order_by.is_empty() {
+    // A pattern determined by constants alone (ids, `{type, name}`) has at
+    // most one solution: it needs no order, and the planner, which cannot
+    // see that the page's key is a constant, would sort it.
+    let single = solutions_are_distinct(&q.where_clauses, &[]);
+    let sql = if single {
+        if streams {
+            keyset = Some((0..key_vars.len()).map(|i| ncol + i).collect());
+        }
+        let select = select.join(", ");
+        let joins = acc.joins_sql_for(&select);
+        format!("SELECT {select} FROM d {joins} LIMIT {lim} OFFSET {off}")
+    } else if q.order_by.is_empty() {
         // The natural order is d's own columns: the page is cut from d
         // before any element row is read, so the rows an OFFSET skips
         // cost an index entry each, not a lookup each.

@@ -7,6 +7,7 @@ use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
 use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
+use crate::engine::templates;
 use crate::exec::{cursor, spi, Access, Ctx};
 use crate::resolve;
 use kip_lang::ast::{Command, FindQuery};
@@ -42,7 +43,13 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     let offset = resume.offset;
     let env = Env { space: ctx.space.name(), limits: resolve::limits(), facts: &facts };
-    let plan = compile_find(q, env, limit, offset, resume.after.as_deref())?;
+    // The first page of a FIND sent as text comes from its template (one
+    // compile per query shape, `engine::templates`); a page after it is
+    // compiled for its offset or keyset.
+    let plan = match &ctx.text {
+        Some(text) if q.cursor.is_none() => templates::first_page(text, q, env, limit)?,
+        _ => compile_find(q, env, limit, offset, resume.after.as_deref())?,
+    };
     // The generic plan, planned once per statement shape: anchors, ids and
     // predicates are bound parameters whose values do not change the good
     // plan (index nested loops from the anchor), and re-planning a custom

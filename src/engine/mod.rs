@@ -27,6 +27,7 @@ mod parsed;
 pub mod search;
 pub mod store;
 pub mod targets;
+mod templates;
 pub mod update;
 pub mod upsert;
 
@@ -70,7 +71,7 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         }
         crate::governance::history::tag_command(Some(&cmd.command));
     }
-    let ctx = Ctx::new(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite });
+    let ctx = Ctx::for_text(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite }, &cmd.command);
     let outcome = {
         let _budget = budget::arm();
         let mut attempt = 1;

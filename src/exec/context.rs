@@ -3,6 +3,7 @@
 
 use super::Access;
 use crate::space::Space;
+use std::rc::Rc;
 
 /// The entry point a command came through: `kip_execute` (read-write) or
 /// `kip_execute_readonly`.
@@ -27,11 +28,19 @@ pub struct Ctx {
     pub space: Space,
     pub access: Access,
     pub origin: Origin,
+    /// The command text as the caller sent it, when the command came as
+    /// text: the key of per-text memos (`engine::find`'s templates).
+    pub text: Option<Rc<str>>,
 }
 
 impl Ctx {
     /// A caller's context in `space`.
     pub fn new(space: Space, access: Access) -> Ctx {
-        Ctx { space, access, origin: Origin::Caller }
+        Ctx { space, access, origin: Origin::Caller, text: None }
+    }
+
+    /// A caller's context for the command text `text`.
+    pub fn for_text(space: Space, access: Access, text: &str) -> Ctx {
+        Ctx { text: Some(Rc::from(text)), ..Ctx::new(space, access) }
     }
 }

@@ -31,8 +31,36 @@ pub type Rows = Vec<Vec<Value>>;
 
 const MAX_SAVED_PLANS: usize = 1024;
 
+/// A saved plan and what it was prepared for.
+struct SavedPlan {
+    sql: Box<str>,
+    argtypes: Box<[u32]>,
+    planning: Planning,
+    plan: usize,
+}
+
+/// Saved plans by [`plan_hash`]: a lookup hashes the SQL text once, with a
+/// fast hash, and copies nothing (kip's statements run to a few kilobytes,
+/// and a SipHash of the text and a copy of it were a microsecond a call).
+#[derive(Default)]
+struct SavedPlans {
+    by_hash: HashMap<u64, Vec<SavedPlan>>,
+    count: usize,
+}
+
 thread_local! {
-    static PLANS: RefCell<HashMap<(String, Vec<u32>, Planning), usize>> = RefCell::new(HashMap::new());
+    static PLANS: RefCell<SavedPlans> = RefCell::new(SavedPlans::default());
+}
+
+fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(sql.as_bytes());
+    for t in argtypes {
+        h.write_u32(t.to_u32());
+    }
+    h.write_u8(planning as u8);
+    h.finish()
 }
 
 impl SqlParam {
@@ -187,8 +215,9 @@ impl Drop for JitOff {
 
 /// The saved plan for this SQL text and parameter types, prepared on first use.
 unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning) -> Result<pg_sys::SPIPlanPtr, KipError> {
-    let key = (sql.to_string(), argtypes.iter().map(|o| o.to_u32()).collect::<Vec<_>>(), planning);
-    if let Some(plan) = PLANS.with(|p| p.borrow().get(&key).copied()) {
+    let hash = plan_hash(sql, argtypes, planning);
+    let same = |p: &SavedPlan| p.planning == planning && *p.sql == *sql && p.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()));
+    if let Some(plan) = PLANS.with(|p| p.borrow().by_hash.get(&hash).and_then(|v| v.iter().find(|p| same(p))).map(|p| p.plan)) {
         return Ok(plan as pg_sys::SPIPlanPtr);
     }
     let csql = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
@@ -207,12 +236,21 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
     pg_sys::SPI_keepplan(plan);
     PLANS.with(|p| {
         let mut plans = p.borrow_mut();
-        if plans.len() >= MAX_SAVED_PLANS {
-            for (_, old) in plans.drain() {
-                pg_sys::SPI_freeplan(old as pg_sys::SPIPlanPtr);
+        if plans.count >= MAX_SAVED_PLANS {
+            for (_, old) in plans.by_hash.drain() {
+                for saved in old {
+                    pg_sys::SPI_freeplan(saved.plan as pg_sys::SPIPlanPtr);
+                }
             }
+            plans.count = 0;
         }
-        plans.insert(key, plan as usize);
+        plans.count += 1;
+        plans.by_hash.entry(hash).or_default().push(SavedPlan {
+            sql: sql.into(),
+            argtypes: argtypes.iter().map(|o| o.to_u32()).collect(),
+            planning,
+            plan: plan as usize,
+        });
     });
     Ok(plan)
 }

@@ -1,0 +1,252 @@
+//! A compiled FIND as a template over its *holes*, so that a FIND sent again
+//! with other names or ids is not compiled again.
+//!
+//! A hole is a position whose value the compiler only passes to SQL as a
+//! bind parameter (and to the guard, `compile::find::Guard`), whatever the
+//! value: the name of a concept selector (`{name}`, `{type, name}`) and a
+//! concept id (`{id: "C:<n>"}`, a bare `"C:<n>"` endpoint). An application
+//! that sends `FIND(?o.name) WHERE { ?s {type: "Node", name: :anchor} … }`
+//! with a thousand anchors sends one query shape; type names, predicates,
+//! proposition ids, FILTER values and LIMIT stay part of the shape, since
+//! the compiler (or `resolve`) decides on them.
+//!
+//! A template is made by compiling the query with *probe* values in its
+//! holes: strings that hold a NUL (which no stored text can) and ids beyond
+//! any row id, so that every occurrence of a probe in the output is a hole's
+//! value. A second compile with other probes must give exactly what the
+//! template gives for them, or the query is not templated: that catches a
+//! compiler that would ever decide on a hole's value. Filling the template
+//! with a call's values gives what compiling that call would give
+//! (`tests.rs` checks this over the FIND corpus).
+
+use crate::compile::env::{Env, Facts};
+use crate::compile::find::{compile_find, FindSql, Guard};
+use crate::compile::ids::{self, ElementKind};
+use crate::compile::{Params, SqlParam};
+use kip_lang::ast::{Bindable, ConceptSelector, Endpoint, FindQuery, PropPattern, StrArg, WhereClause};
+
+/// The value of one hole of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Hole {
+    /// A concept selector's name.
+    Name(String),
+    /// A concept id: its row id and the id as written.
+    Concept(i64, String),
+}
+
+/// A FIND with its hole values taken out: the shape a template is made for.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Shape {
+    /// The query with every hole emptied.
+    pub query: FindQuery,
+    /// For each selector position in walk order, whether it is a hole (an
+    /// id position is one only when it holds a concept id).
+    pub mask: Vec<bool>,
+}
+
+/// Take the hole values out of `q`: its shape and the values, in walk order.
+pub(crate) fn split(q: &FindQuery) -> (Shape, Vec<Hole>) {
+    let mut query = q.clone();
+    let mut mask = Vec::new();
+    let mut holes = Vec::new();
+    walk(&mut query.where_clauses, &mut |position, text| {
+        let hole = match position {
+            Position::Name => Some(Hole::Name(std::mem::take(text))),
+            Position::Id => match ids::parse(text) {
+                Ok(ids::ParsedId { kind: ElementKind::Concept, id: Some(n), .. }) => Some(Hole::Concept(n, std::mem::take(text))),
+                _ => None,
+            },
+        };
+        mask.push(hole.is_some());
+        holes.extend(hole);
+    });
+    (Shape { query, mask }, holes)
+}
+
+/// A compiled FIND whose hole values are probes (see the module comment).
+#[derive(Debug)]
+pub(crate) struct Template {
+    compiled: FindSql,
+}
+
+const PROBE_IDS: i64 = 4_000_000_000_000_000_000;
+const PROBE_SET: i64 = 1_000_000_000;
+
+/// The probes of probe set `set` for holes of the kinds of `like`: names
+/// with a NUL, and concept row ids far beyond any real one (row ids come
+/// from a sequence).
+fn probes(like: &[Hole], set: u8) -> Vec<Hole> {
+    like.iter()
+        .enumerate()
+        .map(|(k, hole)| match hole {
+            Hole::Name(_) => Hole::Name(format!("\0kip-probe-{set}-{k}")),
+            Hole::Concept(..) => {
+                let n = PROBE_IDS + i64::from(set) * PROBE_SET + k as i64;
+                Hole::Concept(n, format!("C:{n}"))
+            }
+        })
+        .collect()
+}
+
+/// `shape` with `holes` put back in.
+pub(crate) fn fill(shape: &Shape, holes: &[Hole]) -> FindQuery {
+    let mut query = shape.query.clone();
+    let mut position = 0;
+    let mut next = holes.iter();
+    walk(&mut query.where_clauses, &mut |_, text| {
+        if shape.mask.get(position).copied().unwrap_or(false) {
+            match next.next() {
+                Some(Hole::Name(s)) | Some(Hole::Concept(_, s)) => *text = s.clone(),
+                None => {}
+            }
+        }
+        position += 1;
+    });
+    query
+}
+
+impl Template {
+    /// Compile `shape` into a template for the first page of `limit` rows,
+    /// given the kinds of its holes (a call's values) and the facts of a
+    /// query of that shape (`facts_for`: the named concepts a FIND verifies
+    /// are its hole values). `None` when the compiler decides on a hole's
+    /// value or refuses the probed query: the caller then compiles the call
+    /// itself, and reports its error.
+    pub(crate) fn make(shape: &Shape, kinds: &[Hole], env: Env, facts_for: &dyn Fn(&FindQuery) -> Facts, limit: u64) -> Option<Template> {
+        let compile = |set: u8| -> Option<(Vec<Hole>, FindSql)> {
+            let probes = probes(kinds, set);
+            let query = fill(shape, &probes);
+            let facts = facts_for(&query);
+            let compiled = compile_find(&query, Env { facts: &facts, ..env }, limit, 0, None).ok()?;
+            Some((probes, compiled))
+        };
+        let (_, compiled) = compile(1)?;
+        let template = Template { compiled };
+        // Filled with the second probes, the template must give what the
+        // compiler gives for them.
+        let (second, expected) = compile(2)?;
+        (template.instantiate(&second)? == expected).then_some(template)
+    }
+
+    /// The statement for a call whose hole values are `holes` (in walk
+    /// order, as [`split`] returns them): every probe replaced by the value
+    /// of its hole. `None` when a probe stands where no value of its kind
+    /// can go.
+    pub(crate) fn instantiate(&self, to: &[Hole]) -> Option<FindSql> {
+        let c = &self.compiled;
+        let mut params = Params::new();
+        for p in c.params.values() {
+            params.push(substitute(p, to)?);
+        }
+        let guard = match &c.guard {
+            None => None,
+            Some(g) => Some(Guard {
+                col: g.col,
+                named: g.named.iter().map(|(t, n)| Some((t.clone(), name_of(n, to)?))).collect::<Option<_>>()?,
+                concept_ids: g.concept_ids.iter().map(|(n, _)| concept_of(*n, to)).collect::<Option<_>>()?,
+            }),
+        };
+        Some(FindSql { sql: c.sql.clone(), params, shape: c.shape.clone(), layout: c.layout, guard, keyset: c.keyset.clone() })
+    }
+}
+
+/// The hole index a probe name or id stands for, of any probe set.
+fn probe_name_index(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix("\0kip-probe-")?;
+    let (_, k) = rest.split_once('-')?;
+    k.parse().ok()
+}
+
+fn probe_id_index(n: i64) -> Option<usize> {
+    (n >= PROBE_IDS).then(|| ((n - PROBE_IDS) % PROBE_SET) as usize)
+}
+
+fn name_of(s: &str, to: &[Hole]) -> Option<String> {
+    match probe_name_index(s) {
+        None => Some(s.to_string()),
+        Some(k) => match to.get(k)? {
+            Hole::Name(v) => Some(v.clone()),
+            Hole::Concept(..) => None,
+        },
+    }
+}
+
+fn id_of(n: i64, to: &[Hole]) -> Option<i64> {
+    match probe_id_index(n) {
+        None => Some(n),
+        Some(k) => match to.get(k)? {
+            Hole::Concept(v, _) => Some(*v),
+            Hole::Name(_) => None,
+        },
+    }
+}
+
+fn concept_of(n: i64, to: &[Hole]) -> Option<(i64, String)> {
+    match probe_id_index(n) {
+        None => None,
+        Some(k) => match to.get(k)? {
+            Hole::Concept(v, text) => Some((*v, text.clone())),
+            Hole::Name(_) => None,
+        },
+    }
+}
+
+/// A bind parameter with the probes in it replaced. A jsonb value is kept
+/// as it is: a probe inside one makes the two compiles differ, and the
+/// query is not templated.
+fn substitute(p: &SqlParam, to: &[Hole]) -> Option<SqlParam> {
+    Some(match p {
+        SqlParam::Text(s) => SqlParam::Text(name_of(s, to)?),
+        SqlParam::Int(n) => SqlParam::Int(id_of(*n, to)?),
+        SqlParam::TextArray(v) => SqlParam::TextArray(v.iter().map(|s| name_of(s, to)).collect::<Option<_>>()?),
+        SqlParam::IntArray(v) => SqlParam::IntArray(v.iter().map(|n| id_of(*n, to)).collect::<Option<_>>()?),
+        other => other.clone(),
+    })
+}
+
+/// Where a selector value sits.
+#[derive(Clone, Copy)]
+enum Position {
+    /// A concept selector's name.
+    Name,
+    /// A concept selector's id or a bare id endpoint.
+    Id,
+}
+
+/// Visit every selector name and id of a WHERE block, in a fixed order.
+fn walk(clauses: &mut [WhereClause], visit: &mut dyn FnMut(Position, &mut String)) {
+    for clause in clauses {
+        match clause {
+            WhereClause::Concept { selector, .. } => selector_walk(selector, visit),
+            WhereClause::Proposition { pattern, .. } => pattern_walk(pattern, visit),
+            WhereClause::Filter(_) => {}
+            WhereClause::Optional(inner) | WhereClause::Not(inner) | WhereClause::Union(inner) => walk(inner, visit),
+        }
+    }
+}
+
+fn selector_walk(selector: &mut ConceptSelector, visit: &mut dyn FnMut(Position, &mut String)) {
+    match selector {
+        ConceptSelector::Id(id) => arg_walk(id, Position::Id, visit),
+        ConceptSelector::TypeName { name, .. } | ConceptSelector::Name(name) => arg_walk(name, Position::Name, visit),
+        ConceptSelector::Type(_) => {}
+    }
+}
+
+fn pattern_walk(pattern: &mut PropPattern, visit: &mut dyn FnMut(Position, &mut String)) {
+    let PropPattern::Triple(t) = pattern else { return };
+    for e in [&mut t.subject, &mut t.object] {
+        match e {
+            Endpoint::Var(_) => {}
+            Endpoint::Concept(selector) => selector_walk(selector, visit),
+            Endpoint::Proposition(nested) => pattern_walk(nested, visit),
+            Endpoint::Id(id) => arg_walk(id, Position::Id, visit),
+        }
+    }
+}
+
+fn arg_walk(arg: &mut StrArg, position: Position, visit: &mut dyn FnMut(Position, &mut String)) {
+    if let Bindable::Lit(text) = arg {
+        visit(position, text);
+    }
+}

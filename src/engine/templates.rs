@@ -1,0 +1,207 @@
+//! A per-backend memo of compiled FINDs, as templates over their holes
+//! (`compile::template`), by command text.
+//!
+//! An application sends the same few FIND texts with other parameters
+//! again and again; compiling one was a fifth of a small FIND's call
+//! (benches/KQL-BENCH.md). A template is a pure function of the query's
+//! shape and of the compiler's environment, so an entry is used only when
+//! every input of the compile is equal: the shape (the query with its hole
+//! values taken out), the space, the limits, the page size and the catalog
+//! facts `resolve` read for this call. Nothing the database holds is
+//! remembered, so nothing needs invalidating.
+
+use crate::compile::env::{Env, Facts, InStatement, Limits};
+use crate::compile::find::{compile_find, FindSql};
+use crate::compile::template::{self, Shape, Template};
+use crate::resolve::collect;
+use kip_lang::ast::FindQuery;
+use kip_lang::KipError;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Longer texts are compiled every time (as `engine::parsed` parses them).
+const MAX_TEXT_BYTES: usize = 4096;
+/// Texts kept; the memo starts afresh when full.
+const MAX_TEXTS: usize = 256;
+/// Shapes kept per text (a text's placeholders may be bound to values of
+/// other kinds, or the settings change); the oldest is dropped.
+const MAX_SHAPES_PER_TEXT: usize = 4;
+
+/// One shape of a text, with its compiler inputs and its template (`None`:
+/// the query is not templated, and each call compiles it).
+struct Entry {
+    shape: Shape,
+    space: String,
+    limits: Limits,
+    limit: u64,
+    facts: Facts,
+    template: Option<Template>,
+}
+
+thread_local! {
+    static TEMPLATES: RefCell<HashMap<Rc<str>, Vec<Rc<Entry>>>> = RefCell::new(HashMap::new());
+}
+
+/// The statement of the first page (`limit` rows) of the FIND `q`, sent as
+/// `text`: from a remembered template when one fits, else compiled (and a
+/// template remembered for the next call).
+pub(crate) fn first_page(text: &Rc<str>, q: &FindQuery, env: Env, limit: u64) -> Result<FindSql, KipError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return compile_find(q, env, limit, 0, None);
+    }
+    let (shape, holes) = template::split(q);
+    let facts = shape_facts(env.facts);
+    let fits = |e: &Entry| e.limit == limit && e.limits == env.limits && e.space == env.space && e.facts == facts && e.shape == shape;
+    let found = TEMPLATES.with(|t| t.borrow().get(text).and_then(|entries| entries.iter().find(|e| fits(e)).cloned()));
+    let entry = match found {
+        Some(entry) => entry,
+        None => {
+            // The facts of a query of this shape: the call's, except the
+            // named concepts the statement verifies, which are hole values.
+            let facts_for = |query: &FindQuery| {
+                let mut f = env.facts.clone();
+                if f.verified_in_statement.is_some() {
+                    f.verified_in_statement = Some(InStatement { named_concepts: collect::named_concepts(&query.where_clauses) });
+                }
+                f
+            };
+            let template = Template::make(&shape, &holes, env, &facts_for, limit);
+            let entry = Rc::new(Entry { shape, space: env.space.to_string(), limits: env.limits, limit, facts, template });
+            remember(text, entry.clone());
+            entry
+        }
+    };
+    match entry.template.as_ref().and_then(|t| t.instantiate(&holes)) {
+        Some(sql) => Ok(sql),
+        None => compile_find(q, env, limit, 0, None),
+    }
+}
+
+/// The facts as an entry compares them: without the named concepts the
+/// statement verifies (hole values, part of no shape).
+fn shape_facts(facts: &Facts) -> Facts {
+    let mut f = facts.clone();
+    if f.verified_in_statement.is_some() {
+        f.verified_in_statement = Some(InStatement::default());
+    }
+    f
+}
+
+fn remember(text: &Rc<str>, entry: Rc<Entry>) {
+    TEMPLATES.with(|t| {
+        let mut texts = t.borrow_mut();
+        if texts.len() >= MAX_TEXTS && !texts.contains_key(text) {
+            texts.clear();
+        }
+        let entries = texts.entry(text.clone()).or_default();
+        if entries.len() >= MAX_SHAPES_PER_TEXT {
+            entries.remove(0);
+        }
+        entries.push(entry);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::compile::env::{Env, Facts, InStatement, Limits};
+    use crate::compile::find::compile_find;
+    use kip_lang::ast::Command;
+
+    fn env(facts: &Facts) -> Env<'_> {
+        Env { space: "s", limits: Limits::default(), facts }
+    }
+
+    /// The facts `resolve` gives a FIND: named concepts and concept ids left to
+    /// the statement, every proposition id existing with its written predicate
+    /// (or "p"), the space small enough for unanchored scans.
+    fn find_facts_of(q: &kip_lang::ast::FindQuery) -> Facts {
+        let named = crate::resolve::collect::named_concepts(&q.where_clauses);
+        let literals = crate::resolve::collect::pattern_literals(&q.where_clauses).unwrap_or_default();
+        let mut facts = Facts {
+            verified_in_statement: Some(InStatement { named_concepts: named }),
+            unanchored_over_cap: Some(false),
+            ..Facts::default()
+        };
+        for id in literals.proposition_ids {
+            facts.propositions.insert(id, Some("p".into()));
+        }
+        facts
+    }
+
+    /// FINDs with holes in every kind of position, and the FINDs of the
+    /// conformance fixtures when `../shared` is beside the project.
+    fn find_corpus() -> Vec<String> {
+        let mut texts: Vec<String> = [
+            r#"FIND(?x) WHERE { ?x {id: "C:5"} }"#,
+            r#"FIND(?o.name) WHERE { ?s {type: "Node", name: "n1"} (?s, "links", ?o) }"#,
+            r#"FIND(?o.name) WHERE { ?s {type: "Node", name: "n1"} (?s, "links", ?m) (?m, "links", ?o) } LIMIT 5000"#,
+            r#"FIND(?o.name) WHERE { ?s {type: "Node", name: "n1"} (?s, "links"{1,3}, ?o) } LIMIT 5000"#,
+            r#"FIND(?o.name, ?o.attributes.score, ?x.name) WHERE { ?s {type: "Node", name: "n1"} (?s, "links", ?o) FILTER(?o.attributes.score >= 30) OPTIONAL { (?o, "tagged", ?x) } } ORDER BY ?o.attributes.score DESC LIMIT 20"#,
+            r#"FIND(COUNT(?s)) WHERE { ?o {type: "Node", name: "n1"} (?s, "links", ?o) }"#,
+            r#"FIND(?x, ?y) WHERE { ?x {id: "C:5"} ?y {id: "C:5"} }"#,
+            r#"FIND(?x.name) WHERE { ?x {name: "a"} }"#,
+            r#"FIND(?l) WHERE { ?l ("C:3", "p", {type: "T", name: "b"}) }"#,
+            r#"FIND(?l) WHERE { ?l ({id: "C:3"}, "p", (id: "P:4:p")) }"#,
+            r#"FIND(?x.name) WHERE { ?x {type: "T"} OPTIONAL { (?x, "p", {id: "C:9"}) } NOT { (?x, "q", {type: "U", name: "z"}) } }"#,
+            r#"FIND(?x.name) WHERE { UNION { ?x {type: "T", name: "a"} } UNION { ?x {name: "b"} } }"#,
+            r#"FIND(?x.name) WHERE { ?x {type: "T", name: "a"} FILTER(?x.name == "a") }"#,
+            r#"FIND(?x.name, COUNT(?y)) WHERE { ?x {type: "T", name: "a"} (?x, "p", ?y) } ORDER BY ?x.name"#,
+            r#"FIND(?x) WHERE { ?x {id: "C:99999999999999999999"} }"#,
+            r#"FIND(?x) WHERE { ?x {id: "P:4"} }"#,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/kip-conformance");
+        for file in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let Ok(fixture) = std::fs::read_to_string(file.path()) else { continue };
+            let Ok(fixture) = serde_json::from_str::<serde_json::Value>(&fixture) else { continue };
+            for case in fixture["cases"].as_array().into_iter().flatten() {
+                if let Some(text) = case["command"].as_str().filter(|t| t.trim_start().starts_with("FIND")) {
+                    texts.push(text.to_string());
+                }
+            }
+        }
+        texts
+    }
+
+    /// A template filled with a call's own values gives what compiling the
+    /// call gives, and filled with another call's values of the same shape,
+    /// what compiling that one gives.
+    #[test]
+    fn templates_compile_as_the_compiler_does() {
+        use crate::compile::template::{split, Hole, Template};
+        let mut templated = 0;
+        let corpus = find_corpus();
+        for text in &corpus {
+            // Fixtures of syntax errors have no query to compile.
+            let Ok(script) = kip_lang::parse(text).and_then(|s| kip_lang::bind(s, &serde_json::Map::new())) else { continue };
+            let Some(Command::Find(q)) = script.commands.into_iter().next() else { continue };
+            let facts = find_facts_of(&q);
+            let direct = compile_find(&q, env(&facts), 100, 0, None);
+            let (shape, holes) = split(&q);
+            let facts_for = |query: &kip_lang::ast::FindQuery| find_facts_of(query);
+            let Some(template) = Template::make(&shape, &holes, env(&facts), &facts_for, 100) else {
+                assert!(direct.is_err() || holes.is_empty() || text.contains("FILTER"), "not templated: {text}");
+                continue;
+            };
+            templated += 1;
+            assert_eq!(template.instantiate(&holes).as_ref(), direct.as_ref().ok(), "{text}");
+            // Other values of the same kinds.
+            let others: Vec<Hole> = holes
+                .iter()
+                .enumerate()
+                .map(|(k, h)| match h {
+                    Hole::Name(s) => Hole::Name(format!("{s}'{k}")),
+                    Hole::Concept(n, _) => Hole::Concept(n + 7, format!("C:{}", n + 7)),
+                })
+                .collect();
+            let other_q = crate::compile::template::fill(&shape, &others);
+            let other_facts = find_facts_of(&other_q);
+            let other_direct = compile_find(&other_q, env(&other_facts), 100, 0, None).unwrap();
+            assert_eq!(template.instantiate(&others), Some(other_direct), "{text} with {others:?}");
+        }
+        assert!(templated >= 14, "{templated} of {} FINDs templated", corpus.len());
+    }
+}
