@@ -60,4 +60,51 @@ fn kip_format_and_kip_parse_are_exposed() {
     let err = Spi::get_one::<pgrx::JsonB>("SELECT kip_parse('FIND(')").unwrap().unwrap().0;
     assert_eq!(err["error"]["code"], json!("KIP_1001"));
 }
+/// `exec::jsonb` reads a jsonb value from its bytes as Postgres's iterator
+/// walks it: every JSON kind, nesting, objects and arrays past the 32
+/// children after which jsonb stores offsets instead of lengths, numerics
+/// of every form, and a value stored compressed.
+#[pg_test]
+fn jsonb_is_read_from_its_bytes_as_the_iterator_reads_it() {
+    let many_keys: String = (0..70).map(|i| format!("\"k{i}\": {i}")).collect::<Vec<_>>().join(", ");
+    let many_items: String = (0..100).map(|i| format!("\"{}\"", "x".repeat(i))).collect::<Vec<_>>().join(", ");
+    let texts = [
+        "null".to_string(),
+        "true".into(),
+        "\"a\"".into(),
+        "0".into(),
+        "-12.50".into(),
+        "1e20".into(),
+        "123456789012345678901234567890.000000001".into(),
+        "[]".into(),
+        "{}".into(),
+        r#"{"a": 1, "bb": [true, false, null, "s", 2.5, {"c": {}}], "": "empty key", "ünï": "cödé ☃"}"#.into(),
+        r#"[[[[[1]]]], {"x": [{"y": [null]}]}, -0.0]"#.into(),
+        format!("{{{many_keys}}}"),
+        format!("[{many_items}]"),
+        format!(r#"{{"long": "{}", "n": 1}}"#, "long text ".repeat(3000)),
+    ];
+    for text in texts {
+        let datum = Spi::get_one_with_args::<pgrx::JsonB>("SELECT $1::jsonb", &[text.as_str().into()]).unwrap().unwrap();
+        let expected: serde_json::Value = datum.0.clone();
+        // The datum as a backend holds it, then read both ways.
+        let cstring = std::ffi::CString::new(text.clone()).unwrap();
+        unsafe {
+            let raw = pgrx::direct_function_call::<pg_sys::Datum>(pg_sys::jsonb_in, &[Some(pg_sys::Datum::from(cstring.as_ptr()))]).unwrap();
+            let jb = pg_sys::pg_detoast_datum(raw.cast_mut_ptr()) as *mut pg_sys::Jsonb;
+            let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
+            let decoded = crate::exec::jsonb::decode(jb.cast::<u8>().add(4), size - 4, 0);
+            let iterated = crate::exec::jsonb::iterate(jb);
+            assert_eq!(decoded, iterated, "{}", &text[..text.len().min(200)]);
+            assert_eq!(decoded.as_ref(), Some(&expected), "{}", &text[..text.len().min(200)]);
+            assert_eq!(crate::exec::jsonb::to_value(raw), Some(expected), "{}", &text[..text.len().min(200)]);
+        }
+    }
+    // A compressed value, as read from a table.
+    Spi::run("CREATE TEMP TABLE big_json AS SELECT jsonb_build_object('t', repeat('abc ', 20000), 'n', 7) AS j").unwrap();
+    let out = crate::exec::spi::query_scalar("SELECT j FROM big_json", &[], Access::ReadOnly).unwrap();
+    assert_eq!(out["n"], json!(7));
+    assert_eq!(out["t"].as_str().map(str::len), Some(80000));
+}
+
 include!("governance/pg_tests.rs");

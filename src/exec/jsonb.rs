@@ -47,6 +47,82 @@ pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
         return Some(scalar);
     }
     let jb = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()) as *mut pg_sys::Jsonb;
+    // The detoasted datum has a 4-byte header, and its root container
+    // follows it, 4-byte aligned.
+    let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
+    if let Some(value) = size.checked_sub(4).and_then(|len| decode(jb.cast::<u8>().add(4), len, 0)) {
+        return Some(value);
+    }
+    iterate(jb)
+}
+
+/// The value of a jsonb container read from its bytes (`len` of them from
+/// `data`, its header), as `JsonbIteratorNext` would walk it, without a
+/// call into Postgres for each token: the layout of `utils/jsonb.h` (a
+/// header with the count and kind, one `JEntry` per child, keys before
+/// values in an object, then the children's data, numerics and nested
+/// containers 4-byte aligned). Numbers are printed by `numeric_out`.
+/// `None` past serde's depth limit or for anything unexpected, which the
+/// iterator then decides.
+pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize) -> Option<Value> {
+    if depth >= MAX_DEPTH || len < 4 {
+        return None;
+    }
+    let header = std::ptr::read_unaligned(data as *const u32);
+    let count = (header & pg_sys::JB_CMASK) as usize;
+    let object = header & pg_sys::JB_FOBJECT != 0;
+    let children = if object { count.checked_mul(2)? } else { count };
+    let base = 4usize.checked_add(children.checked_mul(4)?)?;
+    if base > len {
+        return None;
+    }
+    let mut values = Vec::with_capacity(children);
+    let mut end = 0usize;
+    for i in 0..children {
+        let entry = std::ptr::read_unaligned(data.add(4 + 4 * i) as *const u32);
+        let start = end;
+        let stored = (entry & pg_sys::JENTRY_OFFLENMASK) as usize;
+        end = if entry & pg_sys::JENTRY_HAS_OFF != 0 { stored } else { start.checked_add(stored)? };
+        if end < start || base + end > len {
+            return None;
+        }
+        let at = data.add(base + start);
+        let aligned = (start + 3) & !3;
+        let value = match entry & pg_sys::JENTRY_TYPEMASK {
+            pg_sys::JENTRY_ISSTRING => {
+                Value::String(String::from_utf8_lossy(std::slice::from_raw_parts(at, end - start)).into_owned())
+            }
+            pg_sys::JENTRY_ISNUMERIC if aligned < end => {
+                let numeric = data.add(base + aligned);
+                let text = pgrx::direct_function_call::<&CStr>(pg_sys::numeric_out, &[Some(pg_sys::Datum::from(numeric))]);
+                Value::Number(text.and_then(|t| t.to_str().ok()).and_then(|s| s.parse::<Number>().ok())?)
+            }
+            pg_sys::JENTRY_ISBOOL_FALSE => Value::Bool(false),
+            pg_sys::JENTRY_ISBOOL_TRUE => Value::Bool(true),
+            pg_sys::JENTRY_ISNULL => Value::Null,
+            pg_sys::JENTRY_ISCONTAINER if aligned <= end => decode(data.add(base + aligned), end - aligned, depth + 1)?,
+            _ => return None,
+        };
+        values.push(value);
+    }
+    if header & pg_sys::JB_FSCALAR != 0 {
+        return values.into_iter().next();
+    }
+    if !object {
+        return Some(Value::Array(values));
+    }
+    let mut map = Map::with_capacity(count);
+    let mut values = values.into_iter();
+    let keys: Vec<Value> = values.by_ref().take(count).collect();
+    for (key, value) in keys.into_iter().zip(values) {
+        let Value::String(key) = key else { return None };
+        map.insert(key, value);
+    }
+    Some(Value::Object(map))
+}
+
+/// [`to_value`] through Postgres's jsonb iterator.
+pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb) -> Option<Value> {
     let mut it = pg_sys::JsonbIteratorInit(&mut (*jb).root);
     let mut v: pg_sys::JsonbValue = std::mem::zeroed();
     let mut stack: Vec<Frame> = Vec::new();

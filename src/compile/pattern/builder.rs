@@ -177,8 +177,14 @@ impl Builder {
 /// no concept has its id (ids are unique across both tables): a LATERAL
 /// subquery whose condition on the concept row becomes a one-time filter,
 /// so an element that is a concept costs one index probe, not two.
-pub(crate) fn either_link_row(alias: &str, id: &str, space: &str, concept: &str) -> String {
-    format!("LATERAL (SELECT * FROM kip.propositions r WHERE r.id = {id} AND r.space = {space} AND {concept}.id IS NULL OFFSET 0) {alias}")
+///
+/// The probe is by id alone, without the space: every id a solution holds
+/// belongs to the space already (the pattern reads only the space's rows,
+/// and a link's endpoints are in the link's space by foreign key), and the
+/// primary key compares one bigint a level where `(space, id)` compares a
+/// text first.
+pub(crate) fn either_link_row(alias: &str, id: &str, concept: &str) -> String {
+    format!("LATERAL (SELECT * FROM kip.propositions r WHERE r.id = {id} AND {concept}.id IS NULL OFFSET 0) {alias}")
 }
 
 impl VarAccess for Builder {
@@ -193,13 +199,10 @@ impl VarAccess for Builder {
         if let Some(row) = &var.row {
             return Some(row.clone());
         }
-        let space = cx.space_sql.clone();
+        // By id alone, as `either_link_row` explains.
         let join = |cx: &mut Cx, b: &mut Builder, table: &str, prefix: &str| {
             let a = cx.alias(prefix);
-            b.from.push(From::LeftOn(
-                format!("kip.{table} {a}"),
-                format!("{a}.id = {} AND {a}.space = {space}", var.expr),
-            ));
+            b.from.push(From::LeftOn(format!("kip.{table} {a}"), format!("{a}.id = {}", var.expr)));
             a
         };
         let row = match var.kind {
@@ -209,7 +212,7 @@ impl VarAccess for Builder {
             VarKind::Element => {
                 let concept = join(cx, self, "concepts", "rc");
                 let proposition = cx.alias("rp");
-                self.from.push(From::Left(either_link_row(&proposition, &var.expr, &space, &concept)));
+                self.from.push(From::Left(either_link_row(&proposition, &var.expr, &concept)));
                 Row::Either { concept, proposition }
             }
         };
