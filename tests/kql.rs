@@ -247,6 +247,11 @@ fn aggregation_groups_and_counts_optional_misses_as_zero() {
     assert_eq!(r, json!(0));
     // A named concept that does not exist is not an empty match but KIP_3002.
     assert_eq!(err_code(&kip(&mut c, r#"FIND(COUNT(?n)) WHERE { ?n {type: "Node", name: "zzz"} }"#, json!({}))), "KIP_3002");
+    assert_eq!(err_code(&kip(&mut c, r#"FIND(SUM(?n.attributes.v), MAX(?n.name)) WHERE { ?n {type: "Node", name: "zzz"} }"#, json!({}))), "KIP_3002");
+    assert_eq!(err_code(&kip(&mut c, r#"FIND(COUNT(?x)) WHERE { ?n {id: "C:999999999"} (?x, "in_area", ?n) }"#, json!({}))), "KIP_3002");
+    // The named concept exists and nothing links to it: a count of zero.
+    let r = find(&mut c, r#"FIND(COUNT(?x), MAX(?x.name)) WHERE { ?n {type: "Node", name: "a"} (?x, "in_area", ?n) }"#);
+    assert_eq!(r, json!([0, null]));
 }
 
 #[test]
@@ -394,13 +399,16 @@ fn read_path_error_codes() {
     assert_eq!(code(&mut c, r#"FIND(?x) WHERE { (?x, "next", "C:999999999") }"#), "KIP_3002");
     assert_eq!(code(&mut c, r#"DESCRIBE CONCEPT TYPE "NoSuchType""#), "KIP_3002");
     // A missing named concept or id of the mandatory pattern, whether the
-    // result is rows (checked when the page is empty) or one row of
-    // aggregations (checked by the statement's guard column); an existing
-    // one that matches nothing is an empty answer.
+    // result is rows or one row of aggregations (checked when the answer
+    // shows no solution), also in a clause group of its own, which leaves
+    // the other groups' solutions (checked always); an existing one that
+    // matches nothing is an empty answer.
     for cmd in [
         r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
         r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
         r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "E0"} ?z {id: "C:999999999"} (?x, "next", ?y) }"#,
+        r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "E0"} ?z {id: "C:999999999"} (?x, "next", ?y) }"#,
+        r#"FIND(?y.name, ?z) WHERE { ?x {type: "Node", name: "E0"} ?z {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
     ] {
         assert_eq!(err_code(&kip(&mut c, cmd, json!({}))), "KIP_3002", "{cmd}");
     }

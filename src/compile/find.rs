@@ -17,7 +17,7 @@
 
 use crate::compile::distinct::{has_optional, solutions_are_distinct};
 use crate::compile::filter::unbound;
-use crate::compile::pattern::{compile_block, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
+use crate::compile::pattern::{compile_block, has_independent_groups, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
@@ -63,8 +63,8 @@ pub(crate) enum Layout {
     /// the statement is as lean as the hand-written query.
     Rows,
     /// One SQL row: each result column as a jsonb array in the page's order,
-    /// each scalar aggregation, the page's row count in `count_col` (None:
-    /// no row columns), and the guard column.
+    /// each scalar aggregation, and the page's row count in `count_col`
+    /// (None: no row columns).
     OneRow { count_col: Option<usize> },
 }
 
@@ -79,21 +79,20 @@ struct Page {
 
 /// The elements a FIND's mandatory pattern requires (`InStatement`): its
 /// named concepts, then its literal concept ids in the order the pattern
-/// names them. When one is missing the pattern has no solution, so:
-/// * with `Layout::Rows`, a non-empty page proves them all; the engine
-///   checks them ([`Guard::standalone`], one lookup) only when the page is
-///   empty;
-/// * with `Layout::OneRow`, the statement's guard column `col` holds the
-///   position (from 1) of the first missing one, or NULL.
-///
-/// Either way the error is the one a lookup before the statement would
-/// have raised.
+/// names them. When one is missing a connected pattern has no solution, so
+/// an answer that shows a solution proves them all: a page with rows, a
+/// count above zero, an aggregation with a value. The engine checks them
+/// ([`Guard::standalone`], one lookup) only when the answer shows none, or
+/// `always` when the pattern has independent clause groups (a group that
+/// matches nothing leaves the others' solutions). The error is the one a
+/// lookup before the statement would have raised.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Guard {
-    pub col: Option<usize>,
     pub named: Vec<(String, String)>,
     /// (row id, the id as written).
     pub concept_ids: Vec<(i64, String)>,
+    /// Checked even when the answer shows a solution.
+    pub always: bool,
 }
 
 impl Guard {
@@ -212,7 +211,8 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     };
     let named = cx.env.facts.verified_in_statement.as_ref().map(|v| v.named_concepts.clone()).unwrap_or_default();
     let concept_ids = cx.unverified_concept_ids.take();
-    let mut guard = (!named.is_empty() || !concept_ids.is_empty()).then(|| Guard { col: None, named, concept_ids });
+    let always = has_independent_groups(&q.where_clauses);
+    let guard = (!named.is_empty() || !concept_ids.is_empty()).then(|| Guard { named, concept_ids, always });
     let (sql, layout) = match page {
         // Every entry is a column of the page: the statement returns the
         // page's rows themselves.
@@ -239,11 +239,6 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
                 outputs.push("(SELECT count(*) FROM page)".into());
                 outputs.len() - 1
             });
-            if let Some(g) = guard.as_mut() {
-                let space = cx.space_sql.clone();
-                outputs.push(guard_sql(cx.params, &space, &g.named, &g.concept_ids));
-                g.col = Some(outputs.len() - 1);
-            }
             (format!("WITH {} SELECT {}", ctes.join(", "), outputs.join(", ")), Layout::OneRow { count_col })
         }
     };

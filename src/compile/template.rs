@@ -141,9 +141,9 @@ impl Template {
         let guard = match &c.guard {
             None => None,
             Some(g) => Some(Guard {
-                col: g.col,
                 named: g.named.iter().map(|(t, n)| Some((t.clone(), name_of(n, to)?))).collect::<Option<_>>()?,
                 concept_ids: g.concept_ids.iter().map(|(n, _)| concept_of(*n, to)).collect::<Option<_>>()?,
+                always: g.always,
             }),
         };
         Some(FindSql { sql: c.sql.clone(), params, shape: c.shape.clone(), layout: c.layout, guard, keyset: c.keyset.clone() })

@@ -59,7 +59,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
     let Answer { mut entries, more, last_ids } = match plan.layout {
         Layout::Rows => rows_page(&plan, rows, page, ctx)?,
-        Layout::OneRow { count_col } => one_row_page(&plan, rows, page, count_col)?,
+        Layout::OneRow { count_col } => one_row_page(&plan, rows, page, count_col, ctx)?,
     };
     // With LIMIT 0 there is no page and no next page: a cursor for the same
     // offset would make a paginating client loop forever.
@@ -82,15 +82,7 @@ struct Answer {
 /// here. An empty page is where a missing required element shows: the
 /// guard's lookup tells "nothing matched" from `KIP_3002`.
 fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
-    if rows.is_empty() {
-        if let Some(guard) = &plan.guard {
-            let (sql, params) = guard.standalone(ctx.space.name());
-            let position = spi::lookup_scalar(&sql, params.values(), Access::ReadOnly)?;
-            if let Some(missing) = guard.failure(Some(&position)) {
-                return Err(missing);
-            }
-        }
-    }
+    check_guard(plan, rows.is_empty(), ctx)?;
     let more = rows.len() > page;
     let last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
         let last = rows.get(page - 1)?;
@@ -115,14 +107,25 @@ fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> R
     Ok(Answer { entries: entries.into_iter().map(Value::Array).collect(), more, last_ids })
 }
 
+/// `KIP_3002` when the guard finds a required element missing; looked up
+/// when the answer shows no solution (`no_solution`) or the guard is
+/// checked always.
+fn check_guard(plan: &FindSql, no_solution: bool, ctx: &Ctx) -> Result<(), KipError> {
+    let Some(guard) = plan.guard.as_ref().filter(|g| no_solution || g.always) else { return Ok(()) };
+    let (sql, params) = guard.standalone(ctx.space.name());
+    let position = spi::lookup_scalar(&sql, params.values(), Access::ReadOnly)?;
+    guard.failure(Some(&position)).map_or(Ok(()), Err)
+}
+
 /// `Layout::OneRow`: one row of jsonb arrays (one more entry than the page,
-/// to tell whether another page exists), scalars, the page's count and the
-/// guard column.
-fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: Option<usize>) -> Result<Answer, KipError> {
+/// to tell whether another page exists), scalars and the page's count.
+fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: Option<usize>, ctx: &Ctx) -> Result<Answer, KipError> {
     let row = rows.into_iter().next().unwrap_or_default();
-    if let Some(missing) = plan.guard.as_ref().and_then(|g| g.failure(g.col.and_then(|c| row.get(c)))) {
-        return Err(missing);
-    }
+    // A solution exists when the page has rows or an aggregation has a
+    // value (COUNT is 0 and the others NULL over no solution; a COUNT of 0
+    // or a SUM of 0 proves nothing, and costs the lookup).
+    let shows_a_solution = row.iter().any(|v| !v.is_null() && v.as_i64() != Some(0) && v.as_array().is_none_or(|a| !a.is_empty()));
+    check_guard(plan, !shows_a_solution, ctx)?;
     let more = count_col.and_then(|c| row.get(c)).and_then(Value::as_u64).is_some_and(|n| n > page as u64);
     let entries = plan
         .shape

@@ -19,7 +19,7 @@ fn first_missing(space: &Space, named: Vec<(String, String)>, access: Access) ->
     if named.is_empty() {
         return Ok(None);
     }
-    let guard = Guard { col: None, named, concept_ids: Vec::new() };
+    let guard = Guard { named, concept_ids: Vec::new(), always: false };
     let (sql, params) = guard.standalone(space.name());
     let position = spi::lookup_scalar(&sql, params.values(), access)?;
     Ok(position.as_u64().and_then(|i| guard.named.get(usize::try_from(i).ok()?.checked_sub(1)?).cloned()))

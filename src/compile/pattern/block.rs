@@ -17,6 +17,18 @@ use crate::compile::filter;
 use kip_lang::ast::{Expr, WhereClause};
 use kip_lang::KipError;
 
+/// Whether a block whose variables start fresh is split into its
+/// independent clause groups (see `groups`).
+fn splittable(clauses: &[WhereClause]) -> bool {
+    !clauses.iter().any(|c| matches!(c, WhereClause::Union(_)))
+}
+
+/// Whether a top-level WHERE block has independent clause groups, `FULL
+/// JOIN`ed: a solution may then lack a group that matched nothing.
+pub(crate) fn has_independent_groups(clauses: &[WhereClause]) -> bool {
+    splittable(clauses) && groups::split(clauses).0.len() > 1
+}
+
 /// Compile a block. `outer` holds the variables of enclosing blocks (empty
 /// for a top-level block and for UNION branches, which are independent).
 /// `with_ord` adds the `ord` column (FIND's natural order of UNION branches).
@@ -26,8 +38,7 @@ pub(crate) fn compile_block(
     cx: &mut Cx,
     with_ord: bool,
 ) -> Result<Rel, KipError> {
-    let splittable = outer.is_empty() && !clauses.iter().any(|c| matches!(c, WhereClause::Union(_)));
-    if splittable {
+    if outer.is_empty() && splittable(clauses) {
         let (groups, constant) = groups::split(clauses);
         if groups.len() > 1 {
             return independent_groups(groups, constant, cx, with_ord);
