@@ -32,6 +32,12 @@ impl Params {
         Params::default()
     }
 
+    /// Add a parameter whose placeholder the SQL text has already (a
+    /// template's, `compile::template`).
+    pub fn append(&mut self, value: SqlParam) {
+        self.values.push(value);
+    }
+
     /// Add a parameter and return its placeholder (`$n`) for the SQL text.
     pub fn push(&mut self, value: SqlParam) -> String {
         self.values.push(value);

@@ -54,10 +54,11 @@ pub struct Facts {
     pub verified_in_statement: Option<InStatement>,
 }
 
-/// What a FIND statement verifies itself, in a guard column read after it
-/// ran (`compile::find::Guard`): one statement per FIND instead of a
-/// lookup, then the query. A failed check is the same `KIP_3002` the
-/// lookup would have raised; the query's own rows are then discarded.
+/// What a FIND leaves to its statement's answer (`compile::find::Guard`):
+/// an answer that shows a solution proves these elements exist, so a
+/// lookup runs only after one that does not (or always, for a pattern of
+/// independent groups). A failed check is the same `KIP_3002` a lookup
+/// before the statement would have raised; the answer is then discarded.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InStatement {
     /// The `{type, name}` identities of the mandatory pattern, in order:

@@ -136,7 +136,7 @@ impl Template {
         let c = &self.compiled;
         let mut params = Params::new();
         for p in c.params.values() {
-            params.push(substitute(p, to)?);
+            params.append(substitute(p, to)?);
         }
         let guard = match &c.guard {
             None => None,

@@ -30,8 +30,9 @@ pub(crate) fn page_size(limit: Option<u64>) -> u64 {
 
 pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // Named concepts and literal concept ids are not looked up before the
-    // statement: a page with rows proves they exist, and an empty page or
-    // the guard column tells which one is missing (`compile::find::Guard`).
+    // statement: an answer that shows a solution proves they exist, and
+    // the guard's lookup after an answer without one tells which one is
+    // missing (`compile::find::Guard`).
     let facts = resolve::find_facts(&ctx.space, &q.where_clauses)?;
     let limit = page_size(opt_lit(&q.limit)?);
     // The cursor shape (the canonical text of the query) is printed only

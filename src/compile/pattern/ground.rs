@@ -4,7 +4,7 @@
 //! require), and an unanchored `(?s, ?p, ?o)` scan is refused on large spaces
 //! (`KIP_4002`). A FIND leaves its literal concept ids to its own statement
 //! (`InStatement`): they are then recorded in `Cx::unverified_concept_ids`
-//! and checked by the guard column (`compile::find::Guard`).
+//! and checked by the guard (`compile::find::Guard`).
 
 use super::scope::Cx;
 use crate::compile::ids::ElementKind;
