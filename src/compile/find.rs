@@ -17,7 +17,7 @@
 
 use crate::compile::distinct::{has_optional, solutions_are_distinct};
 use crate::compile::filter::unbound;
-use crate::compile::pattern::{compile_block, has_independent_groups, Cx, Scope, VarBinding, CARRIED_CONCEPT_COLUMNS};
+use crate::compile::pattern::{compile_block, has_independent_groups, Cx, Scope, VarBinding};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
@@ -180,7 +180,7 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     let mut params = Params::new();
     let mut cx = Cx::new(env, &mut params);
     let items = projection::items(&q.projections, &q.where_clauses);
-    cx.carry_rows = streams_in_natural_order(q, &items);
+    cx.carry_rows = carries_rows(q, &items);
     let rel = compile_block(&q.where_clauses, &Scope::default(), &mut cx, true)?;
     for p in q.projections.iter().chain(q.order_by.iter().map(|k| &k.expr)) {
         match p {
@@ -264,17 +264,10 @@ fn plain_plan(
 ) -> Result<(Page, Option<Vec<usize>>), KipError> {
     let mut keyset = None;
     // Solution dedup on the projected (and ordering) variables.
-    let mut keys: Vec<String> = projection::plain_vars(items);
-    for k in &q.order_by {
-        if let Projection::Path(p) = &k.expr {
-            if !keys.contains(&p.var) {
-                keys.push(p.var.clone());
-            }
-        } else {
-            return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY an aggregation needs a grouped FIND")
-                .with_hint("Order by an aggregation only together with the plain expressions it is grouped by."));
-        }
-    }
+    let keys = page_keys(q, items).ok_or_else(|| {
+        KipError::new(ErrorCode::InvalidSyntax, "ORDER BY an aggregation needs a grouped FIND")
+            .with_hint("Order by an aggregation only together with the plain expressions it is grouped by.")
+    })?;
     let key_vars: Vec<VarBinding> = keys.iter().filter_map(|k| vars.iter().find(|v| &v.name == k).cloned()).collect();
     let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
     let key_cols: String = cols.iter().map(|c| format!("{c}, ")).collect();
@@ -285,9 +278,9 @@ fn plain_plan(
         // at LIMIT (`FIND(?x) WHERE { ?x {type: "T"} } LIMIT 10` over a
         // type of a million members reads about ten index entries).
         let mut carried = String::new();
-        for v in key_vars.iter().filter(|v| v.carried) {
-            for c in CARRIED_CONCEPT_COLUMNS {
-                let _ = write!(carried, "s.{}_{c}, ", v.column);
+        for v in &key_vars {
+            for (suffix, _, _) in v.carried_columns() {
+                let _ = write!(carried, "s.{}{suffix}, ", v.column);
             }
         }
         format!("d AS (SELECT {key_cols}{carried}s.ord AS ord FROM s)")
@@ -400,16 +393,28 @@ fn plain_plan(
     Ok((Page { sql, order, columns }, keyset))
 }
 
-/// Whether the page of `q` streams: rows straight from distinct solutions
-/// in their natural order (no ORDER BY, no aggregation). Its solutions then
-/// carry their concept rows (`Cx::carry_rows`): the scan that finds a
-/// solution has read its row already, and reading it again by primary key
-/// for the projection doubled the cost of an attribute FILTER.
-fn streams_in_natural_order(q: &FindQuery, items: &[Item]) -> bool {
-    q.order_by.is_empty()
-        && items.iter().all(|i| matches!(i, Item::Column(_)))
-        && !has_optional(&q.where_clauses)
-        && solutions_are_distinct(&q.where_clauses, &projection::plain_vars(items))
+/// Whether the solutions of `q` carry the rows the pattern joined
+/// (`Cx::carry_rows`): when its page is every solution's own row, without
+/// a GROUP BY (distinct solutions, no aggregation). The scan that finds a
+/// solution, or the FILTER that reads its row, has read it already, and
+/// reading it again by primary key for the projection doubled the cost of
+/// an attribute FILTER.
+fn carries_rows(q: &FindQuery, items: &[Item]) -> bool {
+    items.iter().all(|i| matches!(i, Item::Column(_)))
+        && page_keys(q, items).is_some_and(|keys| solutions_are_distinct(&q.where_clauses, &keys))
+}
+
+/// The variables a plain page is deduplicated on: the projected ones, then
+/// those of the ORDER BY keys; `None` when a key is an aggregation.
+fn page_keys(q: &FindQuery, items: &[Item]) -> Option<Vec<String>> {
+    let mut keys: Vec<String> = projection::plain_vars(items);
+    for k in &q.order_by {
+        let Projection::Path(p) = &k.expr else { return None };
+        if !keys.contains(&p.var) {
+            keys.push(p.var.clone());
+        }
+    }
+    Some(keys)
 }
 
 /// A scalar aggregation over all solutions, each element counted once:

@@ -42,7 +42,7 @@ pub(crate) mod scope;
 
 pub(crate) use block::{compile_block, has_independent_groups};
 pub(crate) use builder::either_link_row;
-pub(crate) use scope::{Cx, Row, Scope, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
+pub(crate) use scope::{Carry, Cx, Row, Scope, Var, VarBinding, VarKind};
 
 use crate::compile::Params;
 use crate::compile::env::Env;

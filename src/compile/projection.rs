@@ -21,7 +21,7 @@
 
 use crate::compile::element::{concept_json, proposition_json};
 use crate::compile::filter::{path_operand, Operand, VarAccess};
-use crate::compile::pattern::{either_link_row, Cx, Row, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
+use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, VarKind};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
 use std::collections::HashMap;
@@ -197,18 +197,35 @@ impl VarAccess for SolutionAccess {
             return Some(r.clone());
         }
         let var = self.var(name)?;
-        let carried = self.vars.iter().any(|v| v.name == name && v.carried);
-        if carried {
-            // The solution brought the row's columns along: name them as a
-            // row (a subquery without FROM, which the planner flattens).
-            let a = cx.alias("ec");
-            let mut sql = format!("LEFT JOIN LATERAL (SELECT {} AS id", var.expr);
-            for c in CARRIED_CONCEPT_COLUMNS {
-                let _ = write!(sql, ", {}_{c} AS {c}", var.expr);
-            }
-            let _ = write!(sql, ") {a} ON true");
-            self.joins.push((a.clone(), sql));
-            let row = Row::Concept(a);
+        let binding = self.vars.iter().find(|v| v.name == name)?;
+        if binding.carried != Carry::No {
+            // The solution brought the rows' columns along: name them as
+            // rows (subqueries without FROM, which the planner flattens).
+            let columns = binding.carried_columns();
+            let mut pseudo_row = |of_link: bool, prefix: &str, id: Option<&str>| {
+                let a = cx.alias(prefix);
+                let mut sql = String::from("LEFT JOIN LATERAL (SELECT ");
+                if let Some(id) = id {
+                    let _ = write!(sql, "{id} AS id, ");
+                }
+                let list: Vec<String> = columns
+                    .iter()
+                    .filter(|(suffix, _, link)| *link == of_link && suffix != "_cid")
+                    .map(|(suffix, col, _)| format!("{}{suffix} AS {col}", var.expr))
+                    .collect();
+                let _ = write!(sql, "{}) {a} ON true", list.join(", "));
+                self.joins.push((a.clone(), sql));
+                a
+            };
+            let row = match binding.carried {
+                Carry::Either => {
+                    let cid = format!("{}_cid", var.expr);
+                    let concept = pseudo_row(false, "ec", Some(&cid));
+                    let proposition = pseudo_row(true, "ep", None);
+                    Row::Either { concept, proposition }
+                }
+                _ => Row::Concept(pseudo_row(false, "ec", Some(&var.expr))),
+            };
             self.rows.insert(name.to_string(), row.clone());
             return Some(row);
         }

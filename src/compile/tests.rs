@@ -253,7 +253,8 @@ fn find(text: &str, limit: u64, offset: u64) -> Result<super::find::FindSql, Kip
 #[test]
 fn find_pages_with_one_extra_row() {
     let plan = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name DESC"#, 10, 20).unwrap();
-    assert!(plan.sql.starts_with("WITH s AS (SELECT c1.id AS v_1, 0 AS ord FROM kip.concepts c1"), "{}", plan.sql);
+    // Distinct solutions carry their rows, ordered or not.
+    assert!(plan.sql.starts_with("WITH s AS (SELECT c1.id AS v_1, c1.space AS v_1_space"), "{}", plan.sql);
     assert!(plan.sql.contains("DESC NULLS LAST"), "{}", plan.sql);
     // Every entry is a page column: the page's rows are the statement's rows.
     assert!(!plan.sql.contains("jsonb_agg"), "{}", plan.sql);
@@ -414,9 +415,13 @@ fn a_streaming_find_reads_each_element_row_once() {
     assert!(plan.sql.contains("d AS (SELECT s.v_1, s.v_1_space, s.v_1_type"), "{}", plan.sql);
     assert!(plan.sql.contains("LEFT JOIN LATERAL (SELECT d.v_1 AS id, d.v_1_space AS space"), "{}", plan.sql);
     assert!(!plan.sql.contains("FROM kip.concepts r"), "{}", plan.sql);
-    // An ORDER BY or a link clause: solutions do not carry rows.
+    // An ORDER BY too: the rows are read before the sort either way.
+    let plan = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name"#, 10, 0).unwrap();
+    assert!(plan.sql.contains("LEFT JOIN LATERAL (SELECT d.v_1 AS id, d.v_1_space AS space"), "{}", plan.sql);
+    assert!(!plan.sql.contains("FROM kip.concepts r"), "{}", plan.sql);
+    // Solutions that are grouped (several links per ?x) or aggregated do
+    // not carry rows.
     for text in [
-        r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name"#,
         r#"FIND(?x.name) WHERE { ?x {type: "Drug"} (?x, "treats", ?y) }"#,
         r#"FIND(?x.name, COUNT(?x)) WHERE { ?x {type: "Drug"} }"#,
     ] {
@@ -453,8 +458,23 @@ fn an_element_of_either_kind_reads_the_link_table_only_when_no_concept_has_its_i
     )
     .unwrap();
     let gated = plan.sql.matches("FROM kip.propositions r WHERE r.id = ").count();
-    assert_eq!(gated, 2, "{}", plan.sql);
+    assert_eq!(gated, 1, "{}", plan.sql);
     assert!(plan.sql.contains(".id IS NULL OFFSET 0) rp"), "{}", plan.sql);
+    // The FILTER's rows are carried to the projection, which reads them
+    // without a second lookup: the concept row's id and columns, then the
+    // link row's.
+    assert!(plan.sql.contains("rc3.id AS v_2_cid"), "{}", plan.sql);
+    assert!(plan.sql.contains("rp4.attributes AS v_2_p_attributes"), "{}", plan.sql);
+    assert!(plan.sql.contains("(SELECT d.v_2_cid AS id, d.v_2_space AS space"), "{}", plan.sql);
+    assert!(!plan.sql.contains("FROM kip.concepts r "), "{}", plan.sql);
+    // Grouped solutions read them again.
+    let plan = find(
+        r#"FIND(?o.attributes.score) WHERE { ?s {type: "Drug"} (?s, "treats", ?o) FILTER(?o.attributes.score > 1) }"#,
+        10,
+        0,
+    )
+    .unwrap();
+    assert_eq!(plan.sql.matches("FROM kip.propositions r WHERE r.id = ").count(), 2, "{}", plan.sql);
     assert!(plan.sql.contains(".id IS NULL OFFSET 0) ep"), "{}", plan.sql);
 }
 

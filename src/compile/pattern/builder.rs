@@ -1,7 +1,7 @@
 //! The builder of one block's SELECT: its join tree, its conditions, and
 //! the variables it binds (see `block` for how clauses use it).
 
-use super::scope::{Cx, Row, Scope, Var, VarBinding, VarKind, CARRIED_CONCEPT_COLUMNS};
+use super::scope::{Carry, Cx, Row, Scope, Var, VarBinding, VarKind};
 use crate::compile::filter::VarAccess;
 
 /// A compiled block: a SELECT with one column per own variable (and, for a
@@ -121,13 +121,13 @@ impl Builder {
         self.render_carrying(with_ord, false)
     }
 
-    /// [`Builder::render`], with `carry`: each concept variable whose row is
-    /// joined in this block also brings that row's columns
+    /// [`Builder::render`], with `carry`: each concept or element variable
+    /// whose row is joined in this block also brings that row's columns
     /// (`VarBinding::carried`).
     pub(super) fn render_carrying(&self, with_ord: bool, carry: bool) -> Rel {
         use std::fmt::Write;
         // One buffer for the select list: a block's SELECT names each
-        // variable and, carried, eight columns of its row.
+        // variable and, carried, the columns of its rows.
         let mut sql = String::with_capacity(256);
         sql.push_str("SELECT ");
         let mut first = true;
@@ -143,16 +143,21 @@ impl Builder {
             item(&mut sql);
             let _ = write!(sql, "{} AS {column}", var.expr);
             let carried = match (&var.row, var.kind) {
-                (Some(Row::Concept(a)), VarKind::Concept) if carry => {
-                    for c in CARRIED_CONCEPT_COLUMNS {
-                        item(&mut sql);
-                        let _ = write!(sql, "{a}.{c} AS {column}_{c}");
-                    }
-                    true
-                }
-                _ => false,
+                (Some(Row::Concept(_)), VarKind::Concept) if carry => Carry::Concept,
+                (Some(Row::Either { .. }), VarKind::Element) if carry => Carry::Either,
+                _ => Carry::No,
             };
-            vars.push(VarBinding { name: name.clone(), kind: var.kind, column, carried });
+            let binding = VarBinding { name: name.clone(), kind: var.kind, column, carried };
+            for (suffix, col, of_link) in binding.carried_columns() {
+                let a = match &var.row {
+                    Some(Row::Either { proposition, .. }) if of_link => proposition,
+                    Some(Row::Concept(a) | Row::Either { concept: a, .. }) => a,
+                    _ => continue,
+                };
+                item(&mut sql);
+                let _ = write!(sql, "{a}.{col} AS {}{suffix}", binding.column);
+            }
+            vars.push(binding);
         }
         if with_ord {
             item(&mut sql);

@@ -13,16 +13,64 @@ pub struct VarBinding {
     pub kind: VarKind,
     /// The generated SQL column alias of this variable in `Pattern::sql`.
     pub column: String,
-    /// Whether the pattern's SELECT also carries the columns of the
-    /// variable's concept row (`{column}_type`, … see
-    /// [`CARRIED_CONCEPT_COLUMNS`]), so a projection reads them without a
-    /// second lookup of the row (`Cx::carry_rows`).
-    pub carried: bool,
+    /// Which row columns the pattern's SELECT carries beside the variable,
+    /// so a projection reads them without a second lookup of the row
+    /// (`Cx::carry_rows`).
+    pub carried: Carry,
+}
+
+/// The row columns a variable carries (see [`VarBinding::carried_columns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carry {
+    No,
+    /// A concept variable: its concept row's columns, `{column}_type`, …
+    /// ([`CARRIED_CONCEPT_COLUMNS`]; the id is the variable's own column).
+    Concept,
+    /// An element variable of either kind whose rows the pattern joined:
+    /// the concept row's id (`{column}_cid`, NULL when the element is a
+    /// link) and columns, and the link row's (`{column}_p_id`, …,
+    /// [`CARRIED_PROPOSITION_COLUMNS`]).
+    Either,
 }
 
 /// The columns of a `kip.concepts` row a carried variable brings along (its
 /// id is the variable's own column): every column a projection reads.
 pub const CARRIED_CONCEPT_COLUMNS: [&str; 8] = ["space", "type", "name", "attributes", "metadata", "version", "created_at", "updated_at"];
+
+/// The columns of a `kip.propositions` row an element variable brings
+/// along: every column a projection reads.
+pub const CARRIED_PROPOSITION_COLUMNS: [&str; 14] = [
+    "id",
+    "space",
+    "subject_concept",
+    "subject_link",
+    "predicate",
+    "object_concept",
+    "object_link",
+    "subject",
+    "object",
+    "attributes",
+    "metadata",
+    "version",
+    "created_at",
+    "updated_at",
+];
+
+impl VarBinding {
+    /// The suffixes of the carried columns (`{column}{suffix}`) and the row
+    /// column each holds, the concept row's first: `(suffix, column, of a
+    /// link row)`.
+    pub fn carried_columns(&self) -> Vec<(String, &'static str, bool)> {
+        match self.carried {
+            Carry::No => Vec::new(),
+            Carry::Concept => CARRIED_CONCEPT_COLUMNS.iter().map(|c| (format!("_{c}"), *c, false)).collect(),
+            Carry::Either => std::iter::once(("_cid".to_string(), "id", false))
+                .chain(CARRIED_CONCEPT_COLUMNS.iter().map(|c| (format!("_{c}"), *c, false)))
+                .chain(CARRIED_PROPOSITION_COLUMNS.iter().map(|c| (format!("_p_{c}"), *c, true)))
+                .collect(),
+        }
+    }
+}
 
 /// What a variable's column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +99,9 @@ pub(crate) struct Cx<'a> {
     /// Literal concept ids of the mandatory pattern that the statement must
     /// verify (`Facts::verified_in_statement`): (row id, the id as written).
     pub unverified_concept_ids: std::cell::RefCell<Vec<(i64, String)>>,
-    /// The top-level block carries the row columns of its concept variables
-    /// (`VarBinding::carried`): set by FIND when its page streams, so the
-    /// page reads each element row once.
+    /// The top-level block carries the row columns of its variables whose
+    /// rows it joined (`VarBinding::carried`): set by FIND when its page
+    /// needs no GROUP BY, so the page reads each element row once.
     pub carry_rows: bool,
     next_alias: usize,
 }
