@@ -83,9 +83,9 @@ struct Page {
 /// an answer that shows a solution proves them all: a page with rows, a
 /// count above zero, an aggregation with a value. The engine checks them
 /// ([`Guard::standalone`], one lookup) only when the answer shows none, or
-/// `always` when the pattern has independent clause groups (a group that
-/// matches nothing leaves the others' solutions). The error is the one a
-/// lookup before the statement would have raised.
+/// `always` when the pattern has independent clause groups or a UNION (a
+/// group or branch that matches nothing leaves the others' solutions). The
+/// error is the one a lookup before the statement would have raised.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Guard {
     pub named: Vec<(String, String)>,
@@ -211,7 +211,9 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     };
     let named = cx.env.facts.verified_in_statement.as_ref().map(|v| v.named_concepts.clone()).unwrap_or_default();
     let concept_ids = cx.unverified_concept_ids.take();
-    let always = has_independent_groups(&q.where_clauses);
+    // Independent groups and UNION branches each give solutions whatever
+    // the others match.
+    let always = has_independent_groups(&q.where_clauses) || q.where_clauses.iter().any(|c| matches!(c, kip_lang::ast::WhereClause::Union(_)));
     let guard = (!named.is_empty() || !concept_ids.is_empty()).then(|| Guard { named, concept_ids, always });
     let (sql, layout) = match page {
         // Every entry is a column of the page: the statement returns the
