@@ -16,8 +16,8 @@
 //! value. A second compile with other probes must give exactly what the
 //! template gives for them, or the query is not templated: that catches a
 //! compiler that would ever decide on a hole's value. Filling the template
-//! with a call's values gives what compiling that call would give
-//! (`tests.rs` checks this over the FIND corpus).
+//! with a call's values gives what compiling that call would give (the
+//! tests of `engine::templates` check this over a corpus of FINDs).
 
 use crate::compile::env::{Env, Facts};
 use crate::compile::find::{compile_find, FindSql, Guard};
