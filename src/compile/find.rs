@@ -17,7 +17,7 @@
 
 use crate::compile::distinct::{has_optional, solutions_are_distinct};
 use crate::compile::filter::unbound;
-use crate::compile::pattern::{compile_block, has_independent_groups, Cx, Scope, VarBinding};
+use crate::compile::pattern::{compile_block, has_independent_parts, Cx, Scope, VarBinding};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
@@ -211,9 +211,7 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     };
     let named = cx.env.facts.verified_in_statement.as_ref().map(|v| v.named_concepts.clone()).unwrap_or_default();
     let concept_ids = cx.unverified_concept_ids.take();
-    // Independent groups and UNION branches each give solutions whatever
-    // the others match.
-    let always = has_independent_groups(&q.where_clauses) || q.where_clauses.iter().any(|c| matches!(c, kip_lang::ast::WhereClause::Union(_)));
+    let always = has_independent_parts(&q.where_clauses);
     let guard = (!named.is_empty() || !concept_ids.is_empty()).then(|| Guard { named, concept_ids, always });
     let (sql, layout) = match page {
         // Every entry is a column of the page: the statement returns the

@@ -40,7 +40,7 @@ pub(crate) mod ground;
 mod groups;
 pub(crate) mod scope;
 
-pub(crate) use block::{compile_block, has_independent_groups};
+pub(crate) use block::{compile_block, has_independent_parts};
 pub(crate) use builder::either_link_row;
 pub(crate) use scope::{Carry, Cx, Row, Scope, Var, VarBinding, VarKind};
 

@@ -25,7 +25,6 @@ use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, 
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 /// One entry of the result: a column of plain paths or an aggregation.
 #[derive(Debug, Clone)]
@@ -201,26 +200,21 @@ impl VarAccess for SolutionAccess {
         if binding.carried != Carry::No {
             // The solution brought the rows' columns along: name them as
             // rows (subqueries without FROM, which the planner flattens).
+            // A concept variable's id is the variable; an element's rows
+            // carry their ids among their columns.
             let columns = binding.carried_columns();
             let mut pseudo_row = |of_link: bool, prefix: &str, id: Option<&str>| {
                 let a = cx.alias(prefix);
-                let mut sql = String::from("LEFT JOIN LATERAL (SELECT ");
-                if let Some(id) = id {
-                    let _ = write!(sql, "{id} AS id, ");
-                }
-                let list: Vec<String> = columns
-                    .iter()
-                    .filter(|(suffix, _, link)| *link == of_link && suffix != "_cid")
-                    .map(|(suffix, col, _)| format!("{}{suffix} AS {col}", var.expr))
-                    .collect();
-                let _ = write!(sql, "{}) {a} ON true", list.join(", "));
-                self.joins.push((a.clone(), sql));
+                let mut list: Vec<String> = id.map(|id| format!("{id} AS id")).into_iter().collect();
+                list.extend(
+                    columns.iter().filter(|(_, _, link)| *link == of_link).map(|(suffix, col, _)| format!("{}{suffix} AS {col}", var.expr)),
+                );
+                self.joins.push((a.clone(), format!("LEFT JOIN LATERAL (SELECT {}) {a} ON true", list.join(", "))));
                 a
             };
             let row = match binding.carried {
                 Carry::Either => {
-                    let cid = format!("{}_cid", var.expr);
-                    let concept = pseudo_row(false, "ec", Some(&cid));
+                    let concept = pseudo_row(false, "ec", None);
                     let proposition = pseudo_row(true, "ep", None);
                     Row::Either { concept, proposition }
                 }

@@ -4,9 +4,9 @@
 //! parse to read a value, a serde print and `jsonb_in` to make one. Every
 //! call reads its statement's jsonb columns and returns its envelope as
 //! jsonb, so that was a tenth of a small FIND and about a microsecond for
-//! each row of a large page. Here values are read with Postgres's jsonb
-//! iterator (top-level strings, booleans and nulls straight from the
-//! bytes), and built as a tree of `JsonbValue`s serialised by one
+//! each row of a large page. Here values are read from the jsonb bytes
+//! (Postgres's iterator when the bytes are unexpected), and built as a
+//! tree of `JsonbValue`s serialised by one
 //! `JsonbValueToJsonb`, as `jsonb_in` itself does after parsing.
 //!
 //! The results are the same values the text path gives, numbers included:
@@ -43,12 +43,12 @@ enum Frame {
 /// # Safety
 /// `datum` must be a non-null jsonb datum.
 pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
-    if let Some(scalar) = plain_scalar(datum) {
-        return Some(scalar);
-    }
-    let jb = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()) as *mut pg_sys::Jsonb;
-    // The detoasted datum has a 4-byte header, and its root container
-    // follows it, 4-byte aligned.
+    // A plain datum with a 4-byte header (a statement's computed column, a
+    // value stored uncompressed) is read in place, without a call into
+    // Postgres; a short, toasted or compressed one is first made into one.
+    let p = datum.cast_mut_ptr::<pg_sys::varlena>();
+    let jb = if pgrx::varlena::varatt_is_4b_u(p) { p } else { pg_sys::pg_detoast_datum(p) } as *mut pg_sys::Jsonb;
+    // Its root container follows the header, 4-byte aligned.
     let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
     if let Some(value) = size.checked_sub(4).and_then(|len| decode(jb.cast::<u8>().add(4), len, 0)) {
         return Some(value);
@@ -172,44 +172,6 @@ pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb) -> Option<Value> {
                 }
             }
         }
-    }
-}
-
-/// A top-level string, boolean or null read straight from the jsonb bytes
-/// (a column such as `to_jsonb(name)`, a page's most common value), without
-/// a call into Postgres: `None` for anything else, or a datum that is
-/// toasted or compressed.
-unsafe fn plain_scalar(datum: pg_sys::Datum) -> Option<Value> {
-    let p = datum.cast_mut_ptr::<pg_sys::varlena>();
-    let plain = pgrx::varlena::varatt_is_4b_u(p) || (pgrx::varlena::varatt_is_1b(p) && !pgrx::varlena::varatt_is_1b_e(p));
-    if !plain {
-        return None;
-    }
-    let len = pgrx::varlena::varsize_any_exhdr(p);
-    let data = pgrx::varlena::vardata_any(p) as *const u8;
-    if len < 8 {
-        return None;
-    }
-    // The root container of a scalar: a one-element array flagged scalar,
-    // its one JEntry, then the value's bytes.
-    let header = std::ptr::read_unaligned(data as *const u32);
-    if header != pg_sys::JB_FSCALAR | pg_sys::JB_FARRAY | 1 {
-        return None;
-    }
-    let entry = std::ptr::read_unaligned(data.add(4) as *const u32);
-    match entry & pg_sys::JENTRY_TYPEMASK {
-        pg_sys::JENTRY_ISSTRING => {
-            let n = (entry & pg_sys::JENTRY_OFFLENMASK) as usize;
-            if 8 + n > len {
-                return None;
-            }
-            let bytes = std::slice::from_raw_parts(data.add(8), n);
-            Some(Value::String(String::from_utf8_lossy(bytes).into_owned()))
-        }
-        pg_sys::JENTRY_ISBOOL_FALSE => Some(Value::Bool(false)),
-        pg_sys::JENTRY_ISBOOL_TRUE => Some(Value::Bool(true)),
-        pg_sys::JENTRY_ISNULL => Some(Value::Null),
-        _ => None,
     }
 }
 

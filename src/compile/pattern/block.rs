@@ -23,10 +23,12 @@ fn splittable(clauses: &[WhereClause]) -> bool {
     !clauses.iter().any(|c| matches!(c, WhereClause::Union(_)))
 }
 
-/// Whether a top-level WHERE block has independent clause groups, `FULL
-/// JOIN`ed: a solution may then lack a group that matched nothing.
-pub(crate) fn has_independent_groups(clauses: &[WhereClause]) -> bool {
-    splittable(clauses) && groups::split(clauses).0.len() > 1
+/// Whether a top-level WHERE block has parts that give solutions whatever
+/// the others match: independent clause groups (`FULL JOIN`ed) or UNION
+/// branches. A solution then proves nothing about a part that matched
+/// nothing.
+pub(crate) fn has_independent_parts(clauses: &[WhereClause]) -> bool {
+    !splittable(clauses) || groups::split(clauses).0.len() > 1
 }
 
 /// Compile a block. `outer` holds the variables of enclosing blocks (empty
