@@ -107,4 +107,79 @@ fn jsonb_is_read_from_its_bytes_as_the_iterator_reads_it() {
     assert_eq!(out["t"].as_str().map(str::len), Some(80000));
 }
 
+/// The bytes of a jsonb datum, its varlena header included.
+unsafe fn jsonb_bytes(datum: pg_sys::Datum) -> Vec<u8> {
+    let jb = pg_sys::pg_detoast_datum(datum.cast_mut_ptr());
+    std::slice::from_raw_parts(jb.cast::<u8>(), pgrx::varlena::varsize(jb)).to_vec()
+}
+
+/// `jsonb_in`'s datum of a JSON text.
+unsafe fn jsonb_in(text: &str) -> pg_sys::Datum {
+    let cstring = std::ffi::CString::new(text).unwrap();
+    pgrx::direct_function_call::<pg_sys::Datum>(pg_sys::jsonb_in, &[Some(pg_sys::Datum::from(cstring.as_ptr()))]).unwrap()
+}
+
+/// `exec::jsonb` writes a value byte for byte as `jsonb_in` lays out the
+/// text the text path would print (serde's); a reply whose parts are
+/// stored jsonb containers comes out as `jsonb_in` lays out the whole
+/// reply's text, those parts' numbers exactly as stored.
+#[pg_test]
+fn jsonb_is_written_byte_for_byte_as_jsonb_in_writes_it() {
+    use crate::exec::jsonb::{datum_of_doc, from_value, Doc, Jsonb};
+    let many_keys: String = (0..70).map(|i| format!("\"k{}\": {i}", "x".repeat(i % 7))).collect::<Vec<_>>().join(", ");
+    let many_items: String = (0..100).map(|i| format!("\"{}\"", "x".repeat(i))).collect::<Vec<_>>().join(", ");
+    let texts = [
+        "null".to_string(),
+        "true".into(),
+        "false".into(),
+        "\"a\"".into(),
+        "0".into(),
+        "-12.50".into(),
+        "1e20".into(),
+        "-9223372036854775808".into(),
+        "18446744073709551615".into(),
+        "0.1".into(),
+        "[]".into(),
+        "{}".into(),
+        r#"{"a": 1, "bb": [true, false, null, "s", 2.5, {"c": {}}], "": "empty key", "ünï": "cödé ☃", "b": -7}"#.into(),
+        r#"[[[[[1]]]], {"x": [{"y": [null, 3]}]}, -0.0, "tail"]"#.into(),
+        format!("{{{many_keys}}}"),
+        format!("[{many_items}]"),
+        format!(r#"{{"long": "{}", "n": 1}}"#, "long text ".repeat(3000)),
+    ];
+    unsafe {
+        for text in &texts {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            let written = from_value(&value).expect(text);
+            assert_eq!(jsonb_bytes(written), jsonb_bytes(jsonb_in(&value.to_string())), "{}", &text[..text.len().min(200)]);
+        }
+        // What only the text path decides.
+        assert_eq!(from_value(&json!({"a": "nul \u{0} inside"})), None);
+        let deep = (0..200).fold(json!(1), |v, _| json!([v]));
+        assert_eq!(from_value(&deep), None);
+
+        // A reply of stored containers and values, around every container
+        // of the corpus (numbers such as 1e20 or -12.50 kept as stored).
+        let containers: Vec<&String> = texts.iter().filter(|t| t.starts_with('{') || t.starts_with('[')).collect();
+        let mut parts = Vec::new();
+        let mut part_texts = Vec::new();
+        for (i, text) in containers.iter().enumerate() {
+            let stored = Jsonb::of_datum(jsonb_in(text)).expect(text);
+            assert_eq!(stored.to_value(), crate::exec::jsonb::to_value(jsonb_in(text)).unwrap());
+            parts.push(Doc::Jsonb(stored));
+            part_texts.push(text.to_string());
+            parts.push(Doc::Json(json!({"i": i, "s": "x".repeat(i)})));
+            part_texts.push(json!({"i": i, "s": "x".repeat(i)}).to_string());
+        }
+        let reply = Doc::Object(vec![
+            ("result".into(), Doc::Array(vec![Doc::Array(parts), Doc::Json(json!(3.25))])),
+            ("next_cursor".into(), Doc::Json(json!("token"))),
+        ]);
+        let reply_text = format!(r#"{{"result": [[{}], 3.25], "next_cursor": "token"}}"#, part_texts.join(", "));
+        assert_eq!(jsonb_bytes(datum_of_doc(&reply).unwrap()), jsonb_bytes(jsonb_in(&reply_text)));
+        // A scalar is no container to copy.
+        assert_eq!(Jsonb::of_datum(jsonb_in("7")), None);
+    }
+}
+
 include!("governance/pg_tests.rs");

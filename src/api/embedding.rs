@@ -86,7 +86,7 @@ fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError
 /// vectors never travel inside KIP text). Read-only; returns the envelope.
 #[pg_extern(stable, parallel_unsafe)]
 fn kip_search(command: &str, query_embedding: Vec<Option<f32>>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
-    JsonB(envelope::single(search_with_vector(command, query_embedding, parameters.map(|p| p.0))))
+    JsonB(envelope::single(search_with_vector(command, query_embedding, parameters.map(|p| p.0))).into_value())
 }
 
 fn search_with_vector(

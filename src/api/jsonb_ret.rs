@@ -1,23 +1,22 @@
-//! A `jsonb` result built from a `serde_json::Value` by `exec::jsonb`
-//! (Postgres's jsonb builder, no text round trip), where pgrx's `JsonB`
-//! prints the value and parses the text again.
+//! A `jsonb` result written from a reply `Doc` by `exec::jsonb` (its
+//! jsonb parts copied, no text round trip), where pgrx's `JsonB` prints the
+//! value and parses the text again.
 
-use crate::exec::jsonb;
+use crate::exec::jsonb::{self, Doc};
 use pgrx::callconv::{BoxRet, FcInfo};
 use pgrx::datum::Datum;
 use pgrx::pgrx_sql_entity_graph::metadata::{
     ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
 };
 use pgrx::{IntoDatum, JsonB};
-use serde_json::Value;
 
 /// The JSON a function returns as `jsonb`.
-pub struct JsonbRet(pub Value);
+pub struct JsonbRet(pub Doc);
 
 unsafe impl BoxRet for JsonbRet {
     unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
         // The text path for what the builder leaves to it (see exec::jsonb).
-        match jsonb::from_value(&self.0).or_else(|| JsonB(self.0).into_datum()) {
+        match jsonb::datum_of_doc(&self.0).or_else(|| JsonB(self.0.into_value()).into_datum()) {
             Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
             None => fcinfo.return_null(),
         }

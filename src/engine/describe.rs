@@ -91,7 +91,7 @@ fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<Stri
     if let Value::Array(a) = &mut names {
         a.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
-    Ok(Outcome { result: names, next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
+    Ok(Outcome { result: names.into(), next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
 }
 
 /// Domain summaries in name order; with `key_concepts`, each also lists its

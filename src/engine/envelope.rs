@@ -1,38 +1,44 @@
 //! The KIP response envelope (RC10 §6.2).
 
+use crate::exec::jsonb::Doc;
 use kip_lang::KipError;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// What a successfully executed command produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    pub result: Value,
+    /// A FIND's element objects stay the jsonb its statement built.
+    pub result: Doc,
     /// Present when more rows are available (`CURSOR` pagination).
     pub next_cursor: Option<String>,
 }
 
 impl Outcome {
-    pub fn new(result: Value) -> Self {
-        Outcome { result, next_cursor: None }
+    pub fn new(result: impl Into<Doc>) -> Self {
+        Outcome { result: result.into(), next_cursor: None }
+    }
+
+    /// The result as a value (a FIND's jsonb parts decoded).
+    pub fn result_value(&self) -> Value {
+        self.result.clone().into_value()
     }
 }
 
 /// `{"result": …, "next_cursor"?: …}` or `{"error": {"code", "message", "hint"?}}`.
-pub fn single(outcome: Result<Outcome, KipError>) -> Value {
+pub fn single(outcome: Result<Outcome, KipError>) -> Doc {
     match outcome {
         Ok(o) => {
-            let mut m = Map::new();
-            m.insert("result".into(), o.result);
+            let mut members = vec![("result".to_string(), o.result)];
             if let Some(c) = o.next_cursor {
-                m.insert("next_cursor".into(), Value::String(c));
+                members.push(("next_cursor".to_string(), Doc::Json(Value::String(c))));
             }
-            Value::Object(m)
+            Doc::Object(members)
         }
-        Err(e) => json!({ "error": e.to_json() }),
+        Err(e) => Doc::Json(json!({ "error": e.to_json() })),
     }
 }
 
 /// `{"result": [<single envelope>, …]}`.
-pub fn batch(items: Vec<Value>) -> Value {
-    json!({ "result": items })
+pub fn batch(items: Vec<Doc>) -> Doc {
+    Doc::Object(vec![("result".to_string(), Doc::Array(items))])
 }

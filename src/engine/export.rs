@@ -81,7 +81,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let (concepts, propositions) = count(&upsert);
     let text = kip_lang::print(&Script { commands: vec![Command::Upsert(upsert)] });
     Ok(Outcome {
-        result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }),
+        result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }).into(),
         next_cursor: if page.more && limit > 0 { cursor::encode(&shape, offset.saturating_add(limit))? } else { None },
     })
 }

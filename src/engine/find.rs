@@ -8,6 +8,7 @@ use crate::compile::env::Env;
 use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::engine::templates;
+use crate::exec::jsonb::Doc;
 use crate::exec::{cursor, spi, Access, Ctx};
 use crate::resolve;
 use kip_lang::ast::{Command, FindQuery};
@@ -56,16 +57,20 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // plan (index nested loops from the anchor), and re-planning a custom
     // plan on every call cost more than running it (0.5-1.6 ms of planning
     // for 0.1-0.6 ms of execution; benches/KQL-BENCH.md).
-    let rows = spi::query_planned(&plan.sql, plan.params.values(), Access::ReadOnly, spi::Planning::Generic)?;
+    let (sql, params, generic) = (&plan.sql, plan.params.values(), spi::Planning::Generic);
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
     let Answer { mut entries, more, last_ids } = match plan.layout {
-        Layout::Rows => rows_page(&plan, rows, page, ctx)?,
-        Layout::OneRow { count_col } => one_row_page(&plan, rows, page, count_col, ctx)?,
+        // The rows' element objects go into the envelope as the jsonb the
+        // statement built (`exec::jsonb::Doc`).
+        Layout::Rows => rows_page(&plan, spi::query_docs(sql, params, Access::ReadOnly, generic)?, page, ctx)?,
+        Layout::OneRow { count_col } => {
+            one_row_page(&plan, spi::query_planned(sql, params, Access::ReadOnly, generic)?, page, count_col, ctx)?
+        }
     };
     // With LIMIT 0 there is no page and no next page: a cursor for the same
     // offset would make a paginating client loop forever.
     let more = more && limit > 0;
-    let result = if entries.len() == 1 { entries.pop().unwrap() } else { Value::Array(entries) };
+    let result = if entries.len() == 1 { entries.pop().unwrap() } else { Doc::Array(entries) };
     let next_cursor = if more { cursor::encode_resume(&shape(), offset.saturating_add(limit), last_ids.as_deref())? } else { None };
     Ok(Outcome { result, next_cursor })
 }
@@ -74,7 +79,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
 /// another page exists, and the ids of the page's last row when the next
 /// page continues after them (keyset pagination).
 struct Answer {
-    entries: Vec<Value>,
+    entries: Vec<Doc>,
     more: bool,
     last_ids: Option<Vec<i64>>,
 }
@@ -82,30 +87,30 @@ struct Answer {
 /// `Layout::Rows`: up to `page + 1` rows, the columnar entries assembled
 /// here. An empty page is where a missing required element shows: the
 /// guard's lookup tells "nothing matched" from `KIP_3002`.
-fn rows_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
+fn rows_page(plan: &FindSql, rows: Vec<Vec<Doc>>, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
     check_guard(plan, rows.is_empty(), ctx)?;
     let more = rows.len() > page;
     let last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
         let last = rows.get(page - 1)?;
-        cols.iter().map(|&c| last.get(c).and_then(Value::as_i64)).collect::<Option<Vec<i64>>>()
+        cols.iter().map(|&c| last.get(c).and_then(Doc::as_json).and_then(Value::as_i64)).collect::<Option<Vec<i64>>>()
     });
     let columns: Vec<usize> = plan.shape.iter().map(|&(Out::Column(i) | Out::Scalar(i))| i).collect();
     // Each entry's values are moved out of the rows, not copied (a page of
     // a thousand names was a fifth allocation and freeing); an entry that
     // repeats a column takes a copy.
-    let mut entries: Vec<Vec<Value>> = columns.iter().map(|_| Vec::with_capacity(rows.len().min(page))).collect();
+    let mut entries: Vec<Vec<Doc>> = columns.iter().map(|_| Vec::with_capacity(rows.len().min(page))).collect();
     for mut row in rows.into_iter().take(page) {
         for (k, &i) in columns.iter().enumerate() {
             let shared = columns[k + 1..].contains(&i);
             let value = match row.get_mut(i) {
                 Some(v) if shared => v.clone(),
                 Some(v) => std::mem::take(v),
-                None => Value::Null,
+                None => Doc::default(),
             };
             entries[k].push(value);
         }
     }
-    Ok(Answer { entries: entries.into_iter().map(Value::Array).collect(), more, last_ids })
+    Ok(Answer { entries: entries.into_iter().map(Doc::Array).collect(), more, last_ids })
 }
 
 /// `KIP_3002` when the guard finds a required element missing; looked up
@@ -141,6 +146,7 @@ fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: O
             }
             Out::Scalar(i) => row.get(i).cloned().unwrap_or(Value::Null),
         })
+        .map(Doc::Json)
         .collect();
     Ok(Answer { entries, more, last_ids: None })
 }

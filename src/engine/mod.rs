@@ -8,12 +8,13 @@
 
 use envelope::Outcome;
 use request::{CommandRequest, Request};
+use crate::exec::jsonb::Doc;
 use crate::exec::{budget, pg_error, subxact, Access, Ctx, Mode};
 use crate::governance::access::{Grant, Privilege};
 use crate::space::Space;
 use kip_lang::ast::{Command, Script};
 use kip_lang::{ErrorCode, KipError};
-use serde_json::{json, Value};
+use serde_json::json;
 
 pub mod delete;
 pub mod envelope;
@@ -34,7 +35,7 @@ pub mod upsert;
 /// Run a validated request in `space` (prepared by the caller: created and
 /// bootstrapped for read-write use, known to exist for read-only use), with
 /// the caller's `grant` on it.
-pub fn run_request(req: Request, mode: Mode, space: &Space, grant: &Grant) -> Value {
+pub fn run_request(req: Request, mode: Mode, space: &Space, grant: &Grant) -> Doc {
     if !req.batch {
         let (response, _) = run_command(&req.commands[0], space, grant, mode, req.dry_run);
         return response;
@@ -55,7 +56,7 @@ pub fn run_request(req: Request, mode: Mode, space: &Space, grant: &Grant) -> Va
 const CONFLICT_ATTEMPTS: u32 = 3;
 
 /// Run one command text; returns its envelope and whether a batch must stop.
-fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Value, bool) {
+fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Doc, bool) {
     let script = match prepare(cmd, mode) {
         Ok(s) => s,
         // The command never executed: reported inline, the batch goes on.
@@ -141,11 +142,11 @@ pub fn execute_script(script: &Script, ctx: &Ctx) -> Result<Outcome, KipError> {
     let mut concepts = Vec::new();
     let mut links = Vec::new();
     for command in &script.commands {
-        let outcome = execute(command, ctx)?;
-        if let Some(ids) = outcome.result["upsert_concept_nodes"].as_array() {
+        let result = execute(command, ctx)?.result.into_value();
+        if let Some(ids) = result["upsert_concept_nodes"].as_array() {
             concepts.extend(ids.iter().cloned());
         }
-        if let Some(ids) = outcome.result["upsert_proposition_links"].as_array() {
+        if let Some(ids) = result["upsert_proposition_links"].as_array() {
             links.extend(ids.iter().cloned());
         }
     }

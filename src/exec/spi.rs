@@ -12,6 +12,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::Value;
+use super::jsonb::{Doc, Jsonb};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -257,9 +258,24 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
 
 unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Rows, KipError> {
     run_plan(sql, params, access, planning)?;
+    Ok(result_rows(column_value))
+}
+
+/// [`query_planned`] for rows that go into a reply as they are: a jsonb
+/// column holding an object or an array is copied as jsonb
+/// (`Doc::Jsonb`), never decoded; any other column is read as a value.
+pub fn query_docs(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Vec<Vec<Doc>>, KipError> {
+    Spi::connect(|_client| unsafe {
+        run_plan(sql, params, access, planning)?;
+        Ok(result_rows(column_doc))
+    })
+}
+
+/// The rows of the statement just run, each column read by `read`.
+unsafe fn result_rows<T>(read: unsafe fn(pg_sys::HeapTuple, pg_sys::TupleDesc, i32) -> T) -> Vec<Vec<T>> {
     let table = pg_sys::SPI_tuptable;
     if table.is_null() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let tupdesc = (*table).tupdesc;
     let natts = (*tupdesc).natts;
@@ -269,11 +285,22 @@ unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access, planning
         let tuple = *(*table).vals.add(r);
         let mut row = Vec::with_capacity(natts as usize);
         for col in 1..=natts {
-            row.push(column_value(tuple, tupdesc, col));
+            row.push(read(tuple, tupdesc, col));
         }
         rows.push(row);
     }
-    Ok(rows)
+    rows
+}
+
+unsafe fn column_doc(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, col: i32) -> Doc {
+    if pg_sys::SPI_gettypeid(tupdesc, col) == pg_sys::JSONBOID {
+        let mut is_null = false;
+        let datum = pg_sys::SPI_getbinval(tuple, tupdesc, col, &mut is_null);
+        if let Some(container) = (!is_null).then(|| Jsonb::of_datum(datum)).flatten() {
+            return Doc::Jsonb(container);
+        }
+    }
+    Doc::Json(column_value(tuple, tupdesc, col))
 }
 
 unsafe fn column_value(tuple: pg_sys::HeapTuple, tupdesc: pg_sys::TupleDesc, col: i32) -> Value {

@@ -94,7 +94,7 @@ pub fn ensure(space: &Space, task: &Task, budget: &mut TaskBudget) -> Result<boo
         "INSERT INTO kip.maintenance_log (space, action, element_ref, detail) VALUES ($1, 'sleep_task', $2, $3)",
         &[
             space.param(),
-            SqlParam::Text(outcome.result["upsert_concept_nodes"][0].as_str().unwrap_or_default().to_string()),
+            SqlParam::Text(outcome.result_value()["upsert_concept_nodes"][0].as_str().unwrap_or_default().to_string()),
             SqlParam::Json(json!({ "name": name, "requested_action": task.action, "reason": task.reason })),
         ],
         Access::ReadWrite,

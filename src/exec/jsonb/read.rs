@@ -1,36 +1,16 @@
-//! `jsonb` ⇄ `serde_json::Value` without a text round trip.
-//!
-//! pgrx's `JsonB` converts through text both ways: `jsonb_out` and a serde
-//! parse to read a value, a serde print and `jsonb_in` to make one. Every
-//! call reads its statement's jsonb columns and returns its envelope as
-//! jsonb, so that was a tenth of a small FIND and about a microsecond for
-//! each row of a large page. Here values are read from the jsonb bytes
-//! (Postgres's iterator when the bytes are unexpected), and built as a
-//! tree of `JsonbValue`s serialised by one
-//! `JsonbValueToJsonb`, as `jsonb_in` itself does after parsing.
-//!
-//! The results are the same values the text path gives, numbers included:
-//! a number is read from `numeric_out`'s text by serde and made by
-//! `numeric_in` from serde's text. Where the text path behaves differently
-//! (nesting deeper than serde's limit on the way in, a NUL character or a
-//! string longer than jsonb allows on the way out) these functions return
-//! `None` and the caller takes the text path, whose errors are the ones
-//! users have always seen.
+//! Reading a jsonb datum as a `serde_json::Value`: from its bytes, or
+//! through Postgres's iterator when the bytes are unexpected.
 
 use pgrx::pg_sys;
 use serde_json::{Map, Number, Value};
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 
 use pgrx::pg_sys::jbvType::{jbvBool as JBV_BOOL, jbvNull as JBV_NULL, jbvNumeric as JBV_NUMERIC, jbvString as JBV_STRING};
 use pgrx::pg_sys::JsonbIteratorToken::{
     WJB_BEGIN_ARRAY, WJB_BEGIN_OBJECT, WJB_DONE, WJB_ELEM, WJB_END_ARRAY, WJB_END_OBJECT, WJB_KEY, WJB_VALUE,
 };
 
-/// serde_json's recursion limit: deeper values take the text path, which
-/// refuses them as it always has.
-const MAX_DEPTH: usize = 128;
-/// The longest string a jsonb value holds (`JENTRY_OFFLENMASK`).
-const MAX_STRING_BYTES: usize = 0x0FFF_FFFF;
+use super::MAX_DEPTH;
 
 enum Frame {
     Array { items: Vec<Value>, raw_scalar: bool },
@@ -197,131 +177,4 @@ unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Value {
         }
         _ => Value::Null,
     }
-}
-
-/// A jsonb datum of `value`, allocated in the current memory context, or
-/// `None` when the text path must decide (see the module comment).
-///
-/// The value is laid out as a tree of `JsonbValue`s (object keys in jsonb's
-/// order: shorter first, then bytewise) and serialised by one
-/// `JsonbValueToJsonb`, as `jsonb_in` does once it has parsed.
-pub fn from_value(value: &Value) -> Option<pg_sys::Datum> {
-    let mut tree = Tree::default();
-    // SAFETY: the tree's strings are borrowed from `value` and its arrays
-    // are owned by `tree`; both outlive JsonbValueToJsonb, which copies them.
-    unsafe {
-        let mut root = tree.node(value, 0)?;
-        Some(pg_sys::Datum::from(pg_sys::JsonbValueToJsonb(&mut root)))
-    }
-}
-
-/// The arrays a `JsonbValue` tree points into.
-#[derive(Default)]
-struct Tree {
-    elems: Vec<Vec<pg_sys::JsonbValue>>,
-    pairs: Vec<Vec<pg_sys::JsonbPair>>,
-}
-
-impl Tree {
-    /// The node of `value` at `depth`, or `None` for what only the text
-    /// path decides: deeper than serde's limit, a NUL character or a string
-    /// longer than jsonb holds (jsonb_in refuses both).
-    unsafe fn node(&mut self, value: &Value, depth: usize) -> Option<pg_sys::JsonbValue> {
-        let mut v: pg_sys::JsonbValue = std::mem::zeroed();
-        match value {
-            Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => return None,
-            Value::Array(items) => {
-                let mut elems = items.iter().map(|item| self.node(item, depth + 1)).collect::<Option<Vec<_>>>()?;
-                v.type_ = pg_sys::jbvType::jbvArray;
-                v.val.array.nElems = elems.len() as i32;
-                v.val.array.elems = elems.as_mut_ptr();
-                v.val.array.rawScalar = false;
-                // Moving the Vec into `self` does not move its buffer.
-                self.elems.push(elems);
-            }
-            Value::Object(map) => {
-                let mut pairs = map
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (k, item))| {
-                        Some(pg_sys::JsonbPair { key: string_value(storable(k)?), value: self.node(item, depth + 1)?, order: i as u32 })
-                    })
-                    .collect::<Option<Vec<_>>>()?;
-                // serde's keys are unique; jsonb stores them sorted.
-                pairs.sort_by(|a, b| {
-                    let (ka, kb) = (key_bytes(a), key_bytes(b));
-                    ka.len().cmp(&kb.len()).then_with(|| ka.cmp(kb))
-                });
-                v.type_ = pg_sys::jbvType::jbvObject;
-                v.val.object.nPairs = pairs.len() as i32;
-                v.val.object.pairs = pairs.as_mut_ptr();
-                self.pairs.push(pairs);
-            }
-            Value::String(text) => return Some(string_value(storable(text)?)),
-            scalar => return Some(scalar_jsonb(scalar)),
-        }
-        Some(v)
-    }
-}
-
-/// The bytes of a string jsonb can hold as `jsonb_in` would: no NUL, not
-/// longer than `JENTRY_OFFLENMASK`.
-fn storable(text: &str) -> Option<&[u8]> {
-    (text.len() <= MAX_STRING_BYTES && !text.as_bytes().contains(&0)).then_some(text.as_bytes())
-}
-
-unsafe fn key_bytes(pair: &pg_sys::JsonbPair) -> &[u8] {
-    let s = pair.key.val.string;
-    std::slice::from_raw_parts(s.val as *const u8, s.len as usize)
-}
-
-/// A jsonb string scalar pointing at `bytes`, which must outlive the
-/// value's serialisation.
-pub(crate) unsafe fn string_value(bytes: &[u8]) -> pg_sys::JsonbValue {
-    let mut v: pg_sys::JsonbValue = std::mem::zeroed();
-    v.type_ = JBV_STRING;
-    v.val.string.val = bytes.as_ptr() as *mut std::ffi::c_char;
-    v.val.string.len = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
-    v
-}
-
-/// A jsonb numeric scalar of an integer.
-pub(crate) unsafe fn integer_value(n: i64) -> pg_sys::JsonbValue {
-    let mut v: pg_sys::JsonbValue = std::mem::zeroed();
-    v.type_ = JBV_NUMERIC;
-    v.val.numeric = pg_sys::int64_to_numeric(n);
-    v
-}
-
-/// A null, boolean or number (strings and containers are `Tree::node`'s).
-unsafe fn scalar_jsonb(value: &Value) -> pg_sys::JsonbValue {
-    let mut v: pg_sys::JsonbValue = std::mem::zeroed();
-    match value {
-        Value::Bool(b) => {
-            v.type_ = JBV_BOOL;
-            v.val.boolean = *b;
-        }
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => return integer_value(i),
-            None => {
-                v.type_ = JBV_NUMERIC;
-                v.val.numeric = numeric_from_text(&n.to_string());
-            }
-        },
-        _ => v.type_ = JBV_NULL,
-    }
-    v
-}
-
-unsafe fn numeric_from_text(text: &str) -> pg_sys::Numeric {
-    let c = CString::new(text).unwrap_or_default();
-    let datum = pgrx::direct_function_call_as_datum(
-        pg_sys::numeric_in,
-        &[
-            Some(pg_sys::Datum::from(c.as_ptr())),
-            Some(pg_sys::Datum::from(pg_sys::InvalidOid)),
-            Some(pg_sys::Datum::from(-1i32)),
-        ],
-    );
-    datum.map(|d| d.cast_mut_ptr()).unwrap_or(std::ptr::null_mut())
 }
