@@ -99,7 +99,7 @@ fn search_with_vector(
         .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the query embedding contains NULL").with_hint("Every component must be a number.")))
         .collect::<Result<_, _>>()?;
     check_vector(&vector, "the query embedding")?;
-    let request = crate::engine::request::single(command, &parameters.unwrap_or_else(|| json!({})))?;
+    let request = crate::engine::request::single(command, parameters.unwrap_or_else(|| json!({})))?;
     let script = engine::prepare(&request.commands[0], crate::exec::Mode::ReadOnly)?;
     if !matches!(script.commands.as_slice(), [kip_lang::ast::Command::Search(_)]) {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_search runs exactly one SEARCH command")

@@ -70,7 +70,7 @@ fn text_request(command: Option<&str>, parameters: Option<JsonbArg>) -> Result<r
         Some(p) => p.parse("the parameters")?,
         None => json!({}),
     };
-    request::single(command, &parameters)
+    request::single(command, parameters)
 }
 
 fn json_request(req: Option<JsonbArg>) -> Result<request::Request, kip_lang::KipError> {

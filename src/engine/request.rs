@@ -52,12 +52,13 @@ pub fn json_kind(v: &Value) -> &'static str {
 }
 
 /// A single command given as text plus parameters (the two-argument form).
-pub fn single(command: &str, parameters: &Value) -> Result<Request, KipError> {
+pub fn single(command: &str, parameters: Value) -> Result<Request, KipError> {
+    let parameters = match parameters {
+        Value::Object(map) => map,
+        other => parameters_of(Some(&other), "parameters")?,
+    };
     Ok(Request {
-        commands: vec![CommandRequest {
-            command: command.to_string(),
-            parameters: parameters_of(Some(parameters), "parameters")?,
-        }],
+        commands: vec![CommandRequest { command: command.to_string(), parameters }],
         batch: false,
         dry_run: false,
     })
