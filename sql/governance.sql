@@ -54,23 +54,19 @@ CREATE TABLE kip.space_grants (
 CREATE INDEX space_grants_role_idx ON kip.space_grants (role);
 COMMENT ON TABLE kip.space_grants IS 'Which role may read, write or administer which memory space (kip_grant, kip_revoke)';
 
--- Whether the current role is a kip administrator (superusers are).
+-- Whether the current role is a kip administrator: it has the privileges
+-- of kip_admin (pg_has_role(..., 'USAGE')), as superusers do.
+-- In C (src/governance/privileges.rs): every row-level security policy
+-- calls it, and an SQL function with SET search_path is planned again in
+-- every statement that calls it.
 CREATE FUNCTION kip.is_admin() RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
-                   WHERE r.rolname = 'kip_admin' AND pg_catalog.pg_has_role(r.oid, 'USAGE'))
-$$;
+LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_is_admin';
 
 -- The spaces the current role holds one of the given privileges on, directly
--- or through a role it inherits from. Roles dropped since the grant match
--- nobody.
+-- or through a role whose privileges it has; sorted, distinct. Roles dropped
+-- since the grant match nobody. In C, as kip.is_admin.
 CREATE FUNCTION kip.granted_spaces(p_privileges text[]) RETURNS text[]
-LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce(array_agg(DISTINCT g.space), '{}')
-    FROM kip.space_grants g
-    JOIN pg_catalog.pg_roles r ON r.rolname = g.role
-    WHERE g.privilege = ANY (p_privileges) AND pg_catalog.pg_has_role(r.oid, 'USAGE')
-$$;
+LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_granted_spaces';
 
 CREATE FUNCTION kip.readable_spaces() RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT kip.granted_spaces(ARRAY['read', 'write', 'admin']) $$;

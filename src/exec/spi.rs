@@ -125,6 +125,28 @@ pub fn lookup(sql: &str, params: &[SqlParam], access: Access) -> Result<Rows, Ki
     query_planned(sql, params, access, Planning::Generic)
 }
 
+/// [`lookup`] on the snapshot of the statement that called kip, not a
+/// fresh one: for the functions row-level security policies call
+/// (`governance::privileges`), which read what that statement sees, as the
+/// STABLE SQL functions they replace did. A fresh snapshot when there is
+/// none.
+pub fn lookup_in_caller_snapshot(sql: &str, params: &[SqlParam]) -> Result<Rows, KipError> {
+    Spi::connect(|_client| unsafe {
+        let snapshot = if pg_sys::ActiveSnapshotSet() { Snapshot::Caller } else { Snapshot::Fresh };
+        run_plan_on(sql, params, Access::ReadOnly, Planning::Generic, snapshot)?;
+        Ok(result_rows(column_value))
+    })
+}
+
+/// The snapshot a read-only statement runs on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Snapshot {
+    /// One taken now, which sees what this transaction wrote so far.
+    Fresh,
+    /// The active one, the calling statement's.
+    Caller,
+}
+
 /// [`lookup`]'s first column of the first row, or `Value::Null`.
 pub fn lookup_scalar(sql: &str, params: &[SqlParam], access: Access) -> Result<Value, KipError> {
     Ok(first_value(lookup(sql, params, access)?))
@@ -148,6 +170,10 @@ fn first_value(rows: Rows) -> Value {
 }
 
 unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<(), KipError> {
+    run_plan_on(sql, params, access, planning, Snapshot::Fresh)
+}
+
+unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: Planning, snapshot: Snapshot) -> Result<(), KipError> {
     let datums: Vec<DatumWithOid<'static>> = params.iter().map(SqlParam::to_datum).collect();
     let mut argtypes: Vec<pg_sys::Oid> = datums.iter().map(|d| d.oid()).collect();
     let mut values: Vec<pg_sys::Datum> = datums
@@ -160,7 +186,8 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Pla
         .collect();
     let plan = saved_plan(sql, &mut argtypes, planning)?;
     let read_only = access == Access::ReadOnly;
-    if read_only {
+    let fresh = read_only && snapshot == Snapshot::Fresh;
+    if fresh {
         // A read-only SPI call runs on the caller's active snapshot, which
         // predates whatever this transaction wrote since the outer statement
         // began (an UPSERT earlier in the same batch, the bootstrap of a new
@@ -175,7 +202,7 @@ unsafe fn run_plan(sql: &str, params: &[SqlParam], access: Access, planning: Pla
         let _no_jit = JitOff::new();
         pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
     };
-    if read_only {
+    if fresh {
         pg_sys::PopActiveSnapshot();
     }
     if status < 0 {

@@ -12,6 +12,7 @@
 //! there are no grants and every caller keeps the access it had.
 
 use crate::exec::Mode;
+use super::privileges;
 use crate::exec::{spi, Access};
 use crate::space::Space;
 use kip_lang::{ErrorCode, KipError};
@@ -93,36 +94,29 @@ impl Grant {
     }
 }
 
-/// `kip.space_access($1)` written out in one statement: the SQL functions
-/// it calls (`SET search_path`, so never inlined) were parsed and planned
-/// again on every call, ~40 % of a small `kip_execute`; this statement's
-/// plan is kept (`exec::spi`). The rule is the SQL function's, and a
-/// pg_test checks that both answer alike.
-const GRANT_SQL: &str = "SELECT CASE \
-      WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles r \
-                   WHERE r.rolname = 'kip_admin' AND pg_catalog.pg_has_role(r.oid, 'USAGE')) THEN 'admin' \
-      ELSE coalesce((SELECT CASE max(CASE g.privilege WHEN 'admin' THEN 3 WHEN 'write' THEN 2 WHEN 'read' THEN 1 END) \
-                              WHEN 3 THEN 'admin' WHEN 2 THEN 'write' WHEN 1 THEN 'read' END \
-                     FROM kip.space_grants g JOIN pg_catalog.pg_roles r ON r.rolname = g.role \
-                     WHERE g.space = $1 AND pg_catalog.pg_has_role(r.oid, 'USAGE')), 'none') END, \
-    current_user::text";
-
-/// The current role's grant on `space` (one query; none for a superuser,
-/// who holds every privilege).
+/// The current role's grant on `space`: `kip.space_access($1)`'s rule
+/// (`governance::privileges`, no query for a superuser, who holds every
+/// privilege, and one on a saved plan otherwise). A pg_test checks that
+/// both answer alike.
 pub fn grant(space: &Space) -> Result<Grant, KipError> {
     // SAFETY: reads the session's current user id; no side effects.
     if unsafe { pgrx::pg_sys::superuser() } || !governed()? {
         return Ok(Grant::full(space));
     }
-    let rows = spi::lookup(GRANT_SQL, &[space.param()], Access::ReadOnly)?;
-    let row = rows.into_iter().next().unwrap_or_default();
-    let privilege = match row.first().and_then(|v| v.as_str()) {
-        Some("admin") => Some(Privilege::Admin),
-        Some("write") => Some(Privilege::Write),
-        Some("read") => Some(Privilege::Read),
-        _ => None,
+    let privilege = if privileges::is_admin() {
+        Some(Privilege::Admin)
+    } else {
+        match privileges::granted_privilege(space.name())? {
+            Some("admin") => Some(Privilege::Admin),
+            Some("write") => Some(Privilege::Write),
+            Some("read") => Some(Privilege::Read),
+            _ => None,
+        }
     };
-    let role = row.get(1).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    // SAFETY: the name of the current user id, which exists.
+    let role = unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::GetUserNameFromId(pgrx::pg_sys::GetUserId(), false)) }
+        .to_string_lossy()
+        .into_owned();
     Ok(Grant { privilege, role, space: space.clone() })
 }
 

@@ -14,6 +14,7 @@
 
 pub mod access;
 pub mod history;
+pub mod privileges;
 mod history_trigger;
 pub mod retention;
 pub mod settings;
