@@ -221,6 +221,24 @@ fn a_writer_is_confined_to_its_space() {
     drop_role(&mut admin, &writer);
 }
 
+/// A role in none of kip's group roles (so without even USAGE on schema
+/// `kip`) gets `KIP_3004` naming what it lacks, not an internal error.
+#[test]
+fn a_role_outside_the_kip_roles_is_told_what_it_lacks() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_outsider");
+    let outsider = login_role(&mut admin, "gov_outsider", "pg_read_all_settings");
+    assert!(grant(&mut admin, &space, &outsider, "read"));
+    let mut o = connect_as(&outsider, DB);
+    for out in [kip_in(&mut o, &space, "DESCRIBE PRIMER"), kip_ro_in(&mut o, &space, "FIND(?p.name) WHERE { ?p {type: \"Person\"} }")] {
+        assert_eq!(err_code(&out), "KIP_3004", "{out}");
+        assert!(out["error"]["message"].as_str().unwrap().contains("permission denied"), "{out}");
+        assert!(out["error"]["hint"].as_str().unwrap().contains("kip_reader"), "{out}");
+    }
+    drop(o);
+    drop_role(&mut admin, &outsider);
+}
+
 #[test]
 fn grants_follow_role_membership_and_can_be_revoked() {
     let mut admin = superuser();

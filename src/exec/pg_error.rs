@@ -79,6 +79,11 @@ pub fn classify(caught: CaughtError) -> Caught {
         }
         ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, format!("invalid regular expression: {message}"))
             .with_hint("Fix the pattern given to REGEX (POSIX regular expression syntax)."),
+        // A role without the privileges of kip's group roles, or a write
+        // refused by row-level security: an access error, not an internal
+        // one.
+        ERRCODE_INSUFFICIENT_PRIVILEGE => KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
+            .with_hint("A role uses kip as a member of kip_reader (to read) or kip_writer (to write), with a grant on the space: GRANT kip_writer TO <role>; SELECT kip_grant('<space>', '<role>', 'write');"),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {
             KipError::new(ErrorCode::InternalError, format!("{CONFLICT}: {message}"))
                 .with_hint("Retry the command.")
