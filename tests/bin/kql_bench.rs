@@ -10,7 +10,7 @@
 //! Node has 10 `links` to pseudo-random Nodes and one `tagged` link to a Tag;
 //! each concept has a numeric `score` attribute in 0..99.
 
-use kip_integration_tests::{dsn_for, ensure_database};
+use kip_integration_tests::{dsn_for, ensure_database, port};
 use postgres::{Client, NoTls};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -253,6 +253,56 @@ fn anchor_values(c: &mut Client, kind: Anchor, name: &str, i: usize) -> (Value, 
     }
 }
 
+/// The role of [`governed_fixed_cost`].
+const READER: &str = "kql_bench_reader";
+
+/// The fixed per-call cost for a role that is not a superuser, as an
+/// application connects in production: a member of `kip_reader` with a read
+/// grant on the space. Both sides run under row-level security (the hand
+/// SELECT reads the same tables as that role), so the figure is kip's own
+/// cost around a statement, the access check of each call included.
+fn governed_fixed_cost(c: &mut Client) {
+    c.batch_execute(&format!(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{READER}') THEN \
+           CREATE ROLE {READER} LOGIN IN ROLE kip_reader; END IF; END $$"
+    ))
+    .unwrap();
+    c.execute("SELECT kip_grant($1, $2::name, 'read')", &[&SPACE, &READER]).unwrap();
+    let dsn = format!("host=localhost port={} user={READER} dbname=kip_bench", port());
+    let mut r = Client::connect(&dsn, NoTls).expect("connect as the reader role");
+    r.batch_execute(&format!("SET kip.space = '{SPACE}'")).unwrap();
+    let case = CASES.iter().find(|c| c.name == "element by id").expect("the element-by-id case");
+    let stmt = r.prepare(case.sql).unwrap();
+    let kip_stmt = r.prepare("SELECT kip_execute_readonly($1::text, $2::jsonb)").unwrap();
+    let (mut tk, mut ts) = (Vec::new(), Vec::new());
+    for i in 0..runs() + 3 {
+        let (kip_anchor, sql_anchor) = anchor_values(c, case.anchor, &anchor(i), i);
+        let SqlAnchor::Int(id) = sql_anchor else { unreachable!("the element-by-id case anchors on an id") };
+        let params = json!({"anchor": kip_anchor});
+        r.query_one(&kip_stmt, &[&case.kip, &params]).unwrap();
+        r.query_one(&stmt, &[&SPACE, &id]).unwrap();
+        let t = Instant::now();
+        let out: Value = r.query_one(&kip_stmt, &[&case.kip, &params]).unwrap().get(0);
+        let dk = t.elapsed();
+        let t = Instant::now();
+        let sql_value: Value = r.query_one(&stmt, &[&SPACE, &id]).unwrap().get(0);
+        let ds = t.elapsed();
+        assert_eq!(out["result"][0], sql_value, "as {READER}: KIP and SQL answers differ");
+        if i >= 3 {
+            tk.push(dk);
+            ts.push(ds);
+        }
+    }
+    let mut differences: Vec<f64> = tk.iter().zip(&ts).map(|(k, s)| k.as_secs_f64() - s.as_secs_f64()).collect();
+    differences.sort_by(f64::total_cmp);
+    println!(
+        "Fixed per-call cost as a kip_reader role with a read grant (row-level security on both sides; KIP median {:.2?}, SQL median {:.2?}): {:.1} µs",
+        median(tk),
+        median(ts),
+        differences[differences.len() / 2] * 1e6
+    );
+}
+
 fn main() {
     ensure_database("kip_bench");
     let mut c = Client::connect(&dsn_for("kip_bench"), NoTls).expect("connect kip_bench");
@@ -332,6 +382,7 @@ fn main() {
             d * 1e6
         );
     }
+    governed_fixed_cost(&mut c);
     primer_memory(&mut c);
     // Measured on a vacuumed memory, as autovacuum leaves one in steady use:
     // index-only scans then skip the heap. A space loaded in bulk into a
