@@ -240,4 +240,25 @@ fn json_values_come_back_as_written() {
     assert_eq!(row.get::<_, Option<Value>>(2), Some(Value::Null));
     assert_eq!(row.get::<_, Option<Value>>(3), Some(json!({"k": {}})));
     assert!(row.get::<_, bool>(4));
+    // Numbers written by plain SQL: an element object, or an attribute that
+    // is an object, is returned as stored (exact digits, trailing zeros),
+    // not rounded through a double.
+    c.execute(
+        "UPDATE kip.concepts SET attributes = attributes || '{\"exact\": 123456789012345678901234567890.5, \"scaled\": 1.50, \"obj\": {\"n\": 0.10}}' \
+         WHERE space = $1 AND type = 'Probe' AND name = 'literal'",
+        &[&space],
+    )
+    .unwrap();
+    for find in [
+        r#"FIND(?p) WHERE { ?p {type: "Probe", name: "literal"} }"#,
+        r#"FIND(?p.attributes) WHERE { ?p {type: "Probe", name: "literal"} }"#,
+        r#"FIND(?p.attributes.obj) WHERE { ?p {type: "Probe", name: "literal"} }"#,
+    ] {
+        let text: String = c.query_one("SELECT (kip_execute($1::text) -> 'result')::text", &[&find]).unwrap().get(0);
+        if !find.contains(".obj") {
+            assert!(text.contains(r#""exact": 123456789012345678901234567890.5"#), "{find}: {text}");
+            assert!(text.contains(r#""scaled": 1.50"#), "{find}: {text}");
+        }
+        assert!(text.contains(r#""n": 0.10"#), "{find}: {text}");
+    }
 }
