@@ -62,7 +62,17 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Answer { mut entries, more, last_ids } = match plan.layout {
         // The rows' element objects go into the envelope as the jsonb the
         // statement built (`exec::jsonb::Doc`).
-        Layout::Rows => rows_page(&plan, spi::query_docs(sql, params, Access::ReadOnly, generic)?, page, ctx)?,
+        Layout::Rows => {
+            // Every row's result columns; the ids a keyset cursor continues
+            // after, only in the page's last row and only when a next page
+            // exists (the sort keys and ids of the other rows go unread).
+            let shown: Vec<usize> = plan.shape.iter().map(|&(Out::Column(i) | Out::Scalar(i))| i).collect();
+            let keys = plan.keyset.as_deref().unwrap_or_default();
+            let wanted = |row: usize, col: usize, rows: usize| {
+                shown.contains(&col) || (rows > page && row + 1 == page && keys.contains(&col))
+            };
+            rows_page(&plan, spi::query_docs(sql, params, Access::ReadOnly, generic, &wanted)?, page, ctx)?
+        }
         Layout::OneRow { count_col } => {
             one_row_page(&plan, spi::query_planned(sql, params, Access::ReadOnly, generic)?, page, count_col, ctx)?
         }

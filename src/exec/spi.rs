@@ -134,7 +134,7 @@ pub fn lookup_in_caller_snapshot(sql: &str, params: &[SqlParam]) -> Result<Rows,
     Spi::connect(|_client| unsafe {
         let snapshot = if pg_sys::ActiveSnapshotSet() { Snapshot::Caller } else { Snapshot::Fresh };
         run_plan_on(sql, params, Access::ReadOnly, Planning::Generic, snapshot)?;
-        Ok(result_rows(column_value))
+        Ok(result_rows(&mut |_, tuple, tupdesc, col| column_value(tuple, tupdesc, col)))
     })
 }
 
@@ -285,21 +285,38 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
 
 unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Rows, KipError> {
     run_plan(sql, params, access, planning)?;
-    Ok(result_rows(column_value))
+    Ok(result_rows(&mut |_, tuple, tupdesc, col| column_value(tuple, tupdesc, col)))
 }
 
 /// [`query_planned`] for rows that go into a reply as they are: a jsonb
 /// column holding an object or an array is copied as jsonb
 /// (`Doc::Jsonb`), never decoded; any other column is read as a value.
-pub fn query_docs(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Vec<Vec<Doc>>, KipError> {
+/// Only the cells `wanted(row, column, rows)` says are read (`rows`: how
+/// many the statement returned); the others are JSON null. A page reads
+/// its sort keys and ids only where a cursor needs them, not in every row.
+pub fn query_docs(
+    sql: &str,
+    params: &[SqlParam],
+    access: Access,
+    planning: Planning,
+    wanted: &dyn Fn(usize, usize, usize) -> bool,
+) -> Result<Vec<Vec<Doc>>, KipError> {
     Spi::connect(|_client| unsafe {
         run_plan(sql, params, access, planning)?;
-        Ok(result_rows(column_doc))
+        let rows = pg_sys::SPI_processed as usize;
+        Ok(result_rows(&mut |row, tuple, tupdesc, col| {
+            if wanted(row, col as usize - 1, rows) {
+                column_doc(tuple, tupdesc, col)
+            } else {
+                Doc::default()
+            }
+        }))
     })
 }
 
-/// The rows of the statement just run, each column read by `read`.
-unsafe fn result_rows<T>(read: unsafe fn(pg_sys::HeapTuple, pg_sys::TupleDesc, i32) -> T) -> Vec<Vec<T>> {
+/// The rows of the statement just run, each cell read by `read(row index,
+/// tuple, descriptor, column number from 1)`.
+unsafe fn result_rows<T>(read: &mut dyn FnMut(usize, pg_sys::HeapTuple, pg_sys::TupleDesc, i32) -> T) -> Vec<Vec<T>> {
     let table = pg_sys::SPI_tuptable;
     if table.is_null() {
         return Vec::new();
@@ -312,7 +329,7 @@ unsafe fn result_rows<T>(read: unsafe fn(pg_sys::HeapTuple, pg_sys::TupleDesc, i
         let tuple = *(*table).vals.add(r);
         let mut row = Vec::with_capacity(natts as usize);
         for col in 1..=natts {
-            row.push(read(tuple, tupdesc, col));
+            row.push(read(r, tuple, tupdesc, col));
         }
         rows.push(row);
     }
