@@ -76,8 +76,8 @@ CREATE FUNCTION kip.administered_spaces() RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$ SELECT kip.granted_spaces(ARRAY['admin']) $$;
 
 -- The current role's access to one space: 'admin', 'write', 'read' or
--- 'none'. kip_execute asks the same in one statement of its own
--- (governance::access::GRANT_SQL, checked against this function by a pg_test).
+-- 'none'. kip_execute asks the same through the C functions' code
+-- (governance::access::grant, checked against this function by a pg_test).
 CREATE FUNCTION kip.space_access(p_space text) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
     SELECT CASE
