@@ -9,8 +9,9 @@
 -- statement on kip's tables, two thirds of a small kip_execute call for a
 -- role that is not a superuser. The C functions answer the same from
 -- Postgres's cached role membership (has_privs_of_role, what
--- pg_has_role(..., 'USAGE') asks) and one read of kip.space_grants on a plan
--- saved per backend (src/governance/privileges.rs). CREATE OR REPLACE keeps
+-- pg_has_role(..., 'USAGE') asks) and one read of the caller's roles' grants
+-- in kip.space_grants on a plan saved per backend
+-- (src/governance/privileges.rs). CREATE OR REPLACE keeps
 -- the functions' identity, so the policies that call them are untouched, and
 -- drops the SQL functions' SET search_path (the C functions name every object
 -- with its schema).
