@@ -89,7 +89,9 @@ struct Writer {
 
 impl Writer {
     fn new() -> Writer {
-        let mut buf = Vec::with_capacity(256);
+        // An element object alone is about 300 bytes: room for one without
+        // growing (pages grow by doubling).
+        let mut buf = Vec::with_capacity(1024);
         buf.extend_from_slice(&[0; 4]);
         Writer { buf }
     }
