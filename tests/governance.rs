@@ -268,6 +268,33 @@ fn grants_follow_role_membership_and_can_be_revoked() {
     }
 }
 
+/// A kip_admin's grant needs no lookup (nor a subtransaction) once the
+/// space is known to be ready; it still follows the role's membership from
+/// one call to the next.
+#[test]
+fn a_kip_admin_loses_its_access_with_its_membership() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_kipadmin");
+    let member = login_role(&mut admin, "gov_kipadmin", "kip_admin");
+    let mut m = connect_as(&member, DB);
+    for _ in 0..2 {
+        let out = kip_in(&mut m, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person"} } ORDER BY ?p.name"#);
+        assert!(ok(out).as_array().is_some_and(|names| !names.is_empty()));
+    }
+    ok(kip_in(&mut m, &space, r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Eve"} SET ATTRIBUTES { person_class: "Human" } } }"#));
+    // Without kip_admin (and with no grant on the space) the same session
+    // is refused at once, for reads and writes.
+    admin.batch_execute(&format!("REVOKE kip_admin FROM \"{member}\"; GRANT kip_writer TO \"{member}\"")).unwrap();
+    assert_eq!(err_code(&kip_in(&mut m, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person"} }"#)), "KIP_3004");
+    assert_eq!(err_code(&kip_ro_in(&mut m, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person"} }"#)), "KIP_3004");
+    assert_eq!(err_code(&kip_in(&mut m, &space, r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Fay"} } }"#)), "KIP_3004");
+    // Membership back: access back, in the same session.
+    admin.batch_execute(&format!("GRANT kip_admin TO \"{member}\"")).unwrap();
+    ok(kip_in(&mut m, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Eve"} }"#));
+    drop(m);
+    drop_role(&mut admin, &member);
+}
+
 #[test]
 fn bad_grants_are_clear_errors() {
     let mut admin = superuser();
