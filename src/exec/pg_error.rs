@@ -86,7 +86,7 @@ pub fn classify(caught: CaughtError) -> Caught {
             .with_hint("A role uses kip as a member of kip_reader (to read) or kip_writer (to write), with a grant on the space: GRANT kip_writer TO <role>; SELECT kip_grant('<space>', '<role>', 'write');"),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {
             KipError::new(ErrorCode::InternalError, format!("{CONFLICT}: {message}"))
-                .with_hint("Retry the command.")
+                .with_hint("Retry the command; inside a transaction that wrote before it, roll back and retry the transaction.")
         }
         _ => KipError::new(ErrorCode::InternalError, format!("internal database error ({code:?}): {message}"))
             .with_hint("Retry later; if it persists, report it with the command that caused it."),
