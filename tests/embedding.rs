@@ -188,6 +188,42 @@ fn hybrid_finds_elements_not_embedded_yet_and_rewrites_make_vectors_stale() {
     assert_eq!(names(&hits), vec!["Melatonin"], "re-embedded from its new text");
 }
 
+/// The backfill never waits for a row another transaction holds: it skips
+/// it (the row stays in the backlog for the next pass) and embeds the rest,
+/// so the background worker neither blocks nor deadlocks a writer.
+#[test]
+fn the_backfill_skips_rows_another_transaction_holds() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "emb_skip_locked");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} } }"#, json!({})));
+    embed_space(&mut c, &space);
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+            CONCEPT ?h { {type: "Item", name: "Held"} SET ATTRIBUTES { description: "A row a writer holds." } }
+            CONCEPT ?f { {type: "Item", name: "Free"} SET ATTRIBUTES { description: "A row nobody holds." } }
+        }"#,
+        json!({}),
+    ));
+    let mut writer = connect();
+    writer.batch_execute("BEGIN").unwrap();
+    writer.execute("SELECT 1 FROM kip.concepts WHERE space = $1 AND name = 'Held' FOR UPDATE", &[&space]).unwrap();
+    // Waiting for the writer would end in this error instead of a result.
+    c.batch_execute("SET lock_timeout = '3s'").unwrap();
+    assert_eq!(embed_space(&mut c, &space), 1, "only the free row is embedded");
+    let waiting = |c: &mut Client| -> Vec<String> {
+        c.query("SELECT c.name FROM kip.concepts c WHERE c.space = $1 AND c.embedding IS NULL ORDER BY c.name", &[&space])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    assert_eq!(waiting(&mut c), vec!["Held".to_string()]);
+    writer.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(embed_space(&mut c, &space), 1, "the next pass embeds the row the writer released");
+    assert!(waiting(&mut c).is_empty());
+}
+
 #[test]
 fn propositions_are_searched_by_meaning() {
     let mut c = connect();

@@ -6,6 +6,8 @@
 //! element is still waiting and its grounding text is still the text that
 //! was embedded, so a write that lands meanwhile is never overwritten with a
 //! vector of the old text: it simply stays in the backlog for the next pass.
+//! A row another transaction holds is skipped the same way, rather than
+//! waited for.
 
 use super::{runtime, settings, DIMENSIONS};
 use crate::exec::{extensions, spi, Access, SqlParam};
@@ -41,7 +43,11 @@ impl Kind {
     /// One statement stores the vectors of a whole model batch: `$1` the
     /// ids, `$2` the texts that were embedded, `$3` the vectors end to end
     /// (`DIMENSIONS` floats each, in the order of the ids). A row is written
-    /// only if it still waits and its grounding text is still `$2`.
+    /// only if it still waits and its grounding text is still `$2`, and
+    /// only if no other transaction holds it: a row being written is
+    /// skipped (it stays in the backlog for the next pass), so the backfill
+    /// never waits for a writer, and never joins a deadlock with writers
+    /// (it locked the batch's rows in its own order, theirs in another).
     /// `IS TRUE` keeps the planner off the partial index of waiting rows:
     /// right after a batch of writes its statistics say the backlog is
     /// empty, and a plan that scans it (computing every waiting row's
@@ -60,7 +66,8 @@ impl Kind {
             "UPDATE {table} {alias}
              SET embedding = ($3::real[])[(b.ord - 1) * {DIMENSIONS} + 1 : b.ord * {DIMENSIONS}]::{vector}
              FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS b(id, text, ord)
-             WHERE {alias}.id = b.id AND ({alias}.embedding IS NULL) IS TRUE AND {grounding} = b.text"
+             WHERE {alias}.id = b.id AND ({alias}.embedding IS NULL) IS TRUE AND {grounding} = b.text
+               AND {alias}.id IN (SELECT l.id FROM {table} l WHERE l.id = ANY($1::bigint[]) FOR NO KEY UPDATE SKIP LOCKED)"
         )
     }
 }
