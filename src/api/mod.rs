@@ -22,52 +22,37 @@ use pgrx::prelude::*;
 use serde_json::{json, Value};
 
 fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonbRet {
-    let value = match request {
-        Ok(req) => {
-            let prepared = match prepared_without_query(&req) {
-                Some(prepared) => prepared,
-                None => subxact::run_isolated(|| prepare_space(&req, mode)),
-            };
-            match prepared {
-                Ok((space, grant)) => engine::run_request(req, mode, &space, &grant),
-                Err(e) => envelope::single(Err(e)),
-            }
-        }
+    let value = match request.and_then(|req| prepare(&req, mode).map(|(space, grant)| (req, space, grant))) {
+        Ok((req, space, grant)) => engine::run_request(req, mode, &space, &grant),
         Err(e) => envelope::single(Err(e)),
     };
     JsonbRet(value)
 }
 
-/// `prepare_space`'s answer when it needs no query, so no subtransaction
-/// either (one is about a microsecond, a twentieth of a small read's cost
-/// in kip): the session's space setting is invalid, the request is a dry
-/// run, or a role whose grant needs no lookup (a superuser or a
-/// `kip_admin`) uses a space this backend knows to be ready. Whatever it
-/// returns, `prepare_space` would return too: it takes the same steps, and
-/// the others only when one of them needs the database.
-fn prepared_without_query(req: &request::Request) -> Option<Result<(Space, Grant), KipError>> {
-    let space = match space::current() {
-        Ok(space) => space,
-        Err(e) => return Some(Err(e)),
-    };
-    if req.dry_run {
-        return Some(Ok((space.clone(), Grant::full(&space))));
-    }
-    let grant = access::grant_without_query(&space)?;
-    // A ready space needs neither creating (read-write) nor a look at its
-    // row (read-only), whatever the grant lets the caller do with it.
-    known::is_ready(&space).then_some(Ok((space, grant)))
-}
-
-/// Look up the caller's grant on the session's space and validate the
-/// space; in read-write mode create and bootstrap it on first use. The
-/// caller runs this in one subtransaction, so a failure leaves nothing.
-fn prepare_space(req: &request::Request, mode: Mode) -> Result<(Space, Grant), KipError> {
+/// The session's space and the caller's grant on it, the space validated
+/// and, in read-write mode, created and bootstrapped on first use. When
+/// nothing of this needs a query (a dry run; a superuser or `kip_admin` on
+/// a space this backend knows to be ready) it runs without a
+/// subtransaction: one is about a microsecond, a twentieth of a small
+/// read's cost in kip.
+fn prepare(req: &request::Request, mode: Mode) -> Result<(Space, Grant), KipError> {
     let space = space::current()?;
     if req.dry_run {
         // A dry run executes nothing, so it checks no privilege.
         return Ok((space.clone(), Grant::full(&space)));
     }
+    // A ready space needs neither creating (read-write) nor a look at its
+    // row (read-only), whatever the grant lets the caller do with it.
+    if let Some(grant) = access::grant_without_query(&space).filter(|_| known::is_ready(&space)) {
+        return Ok((space, grant));
+    }
+    subxact::run_isolated(|| prepare_space(space, mode))
+}
+
+/// Look up the caller's grant on `space` and validate the space; in
+/// read-write mode create and bootstrap it on first use. The caller runs
+/// this in one subtransaction, so a failure leaves nothing.
+fn prepare_space(space: Space, mode: Mode) -> Result<(Space, Grant), KipError> {
     let grant = access::grant(&space)?;
     // A role that may only read the space never creates or upgrades it.
     match grant.space_mode(mode)? {

@@ -62,11 +62,13 @@ const CONFLICT_ATTEMPTS: u32 = 5;
 /// concepts, three immediate attempts in a row now and then all deadlocked.
 fn pause_before_retry(attempt: u32) {
     let base_us = 2_000u64 << (attempt.saturating_sub(1)).min(4);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let jitter = (u64::from(nanos) ^ u64::from(std::process::id()).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % base_us;
-    // SAFETY: a plain sleep of this backend; the next attempt's
-    // subtransaction handles any interrupt that arrives meanwhile.
-    unsafe { pgrx::pg_sys::pg_usleep((base_us + jitter) as std::ffi::c_long) };
+    // SAFETY: Postgres's per-backend generator, then a plain sleep of this
+    // backend; the next attempt's subtransaction handles any interrupt
+    // that arrives meanwhile.
+    unsafe {
+        let pause = pgrx::pg_sys::pg_prng_uint64_range(&raw mut pgrx::pg_sys::pg_global_prng_state, base_us, 2 * base_us - 1);
+        pgrx::pg_sys::pg_usleep(pause as std::ffi::c_long);
+    }
 }
 
 /// Run one command text; returns its envelope and whether a batch must stop.

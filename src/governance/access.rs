@@ -103,31 +103,31 @@ pub fn grant(space: &Space) -> Result<Grant, KipError> {
     if unsafe { pgrx::pg_sys::superuser() } || !governed()? {
         return Ok(Grant::full(space));
     }
-    let privilege = if privileges::is_admin() {
-        Some(Privilege::Admin)
-    } else {
-        match privileges::granted_privilege(space.name())? {
-            Some("admin") => Some(Privilege::Admin),
-            Some("write") => Some(Privilege::Write),
-            Some("read") => Some(Privilege::Read),
-            _ => None,
-        }
+    if privileges::is_admin() {
+        return Ok(admin_grant(space));
+    }
+    let privilege = match privileges::granted_privilege(space.name())? {
+        Some("admin") => Some(Privilege::Admin),
+        Some("write") => Some(Privilege::Write),
+        Some("read") => Some(Privilege::Read),
+        _ => None,
     };
     Ok(Grant { privilege, role: current_role_name(), space: space.clone() })
 }
 
-/// The current role's grant on `space` when it takes no query: a
-/// superuser's, or a `kip_admin`'s once the governance objects are known to
-/// exist. `None`: ask [`grant`].
+/// [`grant`]'s answer when it takes no query: a superuser's, or a
+/// `kip_admin`'s once the governance objects are known to exist. `None`:
+/// ask [`grant`].
 pub fn grant_without_query(space: &Space) -> Option<Grant> {
     // SAFETY: reads the session's current user id; no side effects.
     if unsafe { pgrx::pg_sys::superuser() } {
         return Some(Grant::full(space));
     }
-    if GOVERNED.with(|g| g.get()) && privileges::is_admin() {
-        return Some(Grant { privilege: Some(Privilege::Admin), role: current_role_name(), space: space.clone() });
-    }
-    None
+    (GOVERNED.with(|g| g.get()) && privileges::is_admin()).then(|| admin_grant(space))
+}
+
+fn admin_grant(space: &Space) -> Grant {
+    Grant { privilege: Some(Privilege::Admin), role: current_role_name(), space: space.clone() }
 }
 
 fn current_role_name() -> String {
