@@ -76,11 +76,15 @@ $$;
 CREATE FUNCTION kip.proposition_embedding_stale() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- The endpoints from their own columns: in a BEFORE trigger the
+    -- generated subject and object are not computed yet (NULL in NEW).
     IF NEW.embedding IS NOT NULL
        AND NEW.embedding::text IS NOT DISTINCT FROM OLD.embedding::text
-       AND kip.proposition_grounding_text(NEW.space, NEW.subject, NEW.predicate, NEW.object, NEW.attributes)
+       AND kip.proposition_grounding_text(NEW.space, coalesce(NEW.subject_concept, NEW.subject_link), NEW.predicate,
+                                          coalesce(NEW.object_concept, NEW.object_link), NEW.attributes)
            IS DISTINCT FROM
-           kip.proposition_grounding_text(OLD.space, OLD.subject, OLD.predicate, OLD.object, OLD.attributes) THEN
+           kip.proposition_grounding_text(OLD.space, coalesce(OLD.subject_concept, OLD.subject_link), OLD.predicate,
+                                          coalesce(OLD.object_concept, OLD.object_link), OLD.attributes) THEN
         NEW.embedding := NULL;
     END IF;
     RETURN NEW;
@@ -88,13 +92,27 @@ END;
 $$;
 
 -- Fired only by updates of the columns the grounding text reads: a write of
--- the vector itself (or of metadata) never pays for the comparison.
+-- the vector itself (or of metadata) never pays for the comparison. The WHEN
+-- conditions call the function only for a row that has a vector and whose
+-- grounding columns changed: a capsule's statements rewrite the attributes
+-- of the concepts they name, mostly to the same value, and each such row
+-- otherwise ran the function, which printed both vectors as text.
 CREATE TRIGGER concepts_embedding_stale BEFORE UPDATE OF type, name, attributes ON kip.concepts
-    FOR EACH ROW EXECUTE FUNCTION kip.concept_embedding_stale();
+    FOR EACH ROW
+    WHEN (NEW.embedding IS NOT NULL
+          AND (NEW.type, NEW.name, NEW.attributes) IS DISTINCT FROM (OLD.type, OLD.name, OLD.attributes))
+    EXECUTE FUNCTION kip.concept_embedding_stale();
 CREATE TRIGGER propositions_embedding_stale
     BEFORE UPDATE OF predicate, subject_concept, subject_link, object_concept, object_link, attributes
     ON kip.propositions
-    FOR EACH ROW EXECUTE FUNCTION kip.proposition_embedding_stale();
+    FOR EACH ROW
+    WHEN (NEW.embedding IS NOT NULL
+          AND (NEW.space, NEW.subject_concept, NEW.subject_link, NEW.predicate, NEW.object_concept, NEW.object_link,
+               NEW.attributes)
+              IS DISTINCT FROM
+              (OLD.space, OLD.subject_concept, OLD.subject_link, OLD.predicate, OLD.object_concept, OLD.object_link,
+               OLD.attributes))
+    EXECUTE FUNCTION kip.proposition_embedding_stale();
 
 -- The backlog is found through these partial indexes, so looking for work
 -- costs nothing when there is none.

@@ -150,14 +150,18 @@ ALTER VIEW kip.embedding_backlog SET (security_invoker = true);
 -- the content (identity, endpoints, attributes, metadata, timestamps), not
 -- the vector or the tsvector. `version` is the version after the change (the
 -- last one for a delete). Written only by the triggers below (callers have
--- no privilege to write it); kept for kip.history_retention.
+-- no privilege to write it); kept for kip.history_retention. kind and
+-- operation are constants of those triggers' statements and have no CHECK:
+-- Postgres reads a table's CHECK expressions back from the catalog and
+-- plans them for every statement that inserts, and the history insert runs
+-- with every write statement (docs/DESIGN.md §16).
 CREATE TABLE kip.history (
     id               bigserial PRIMARY KEY,
     space            text NOT NULL,
     element_id       bigint NOT NULL,
-    kind             text NOT NULL CONSTRAINT history_kind CHECK (kind IN ('concept', 'proposition')),
+    kind             text NOT NULL,
     version          integer NOT NULL,
-    operation        text NOT NULL CONSTRAINT history_operation CHECK (operation IN ('insert', 'update', 'delete')),
+    operation        text NOT NULL,
     before           jsonb,
     after            jsonb,
     changed_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -169,6 +173,8 @@ CREATE TABLE kip.history (
 CREATE INDEX history_element_idx ON kip.history (element_id, id);
 CREATE INDEX history_changed_at_idx ON kip.history (changed_at);
 COMMENT ON TABLE kip.history IS 'Every insert, update and delete of a concept or proposition (kip_history, kip_revert, kip_changes)';
+COMMENT ON COLUMN kip.history.kind IS 'concept or proposition';
+COMMENT ON COLUMN kip.history.operation IS 'insert, update or delete';
 COMMENT ON COLUMN kip.history.command_hash IS 'sha256 (hex) of the KIP command text when kip_execute made the change';
 
 ALTER TABLE kip.history ENABLE ROW LEVEL SECURITY;

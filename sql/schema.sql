@@ -78,7 +78,11 @@ COMMENT ON TABLE kip.concepts IS 'KIP concept nodes; external id C:<id>';
 
 CREATE TABLE kip.propositions (
     id              bigint PRIMARY KEY DEFAULT nextval('kip.element_id_seq'),
-    space           text NOT NULL REFERENCES kip.spaces(name) ON DELETE CASCADE ON UPDATE CASCADE,
+    -- No foreign key of its own to kip.spaces: the subject's composite key
+    -- below ties a link to an element of its space, and through it to a
+    -- concept, whose key to kip.spaces cascades a drop or a rename to it.
+    -- One check fewer per link written (docs/DESIGN.md §2).
+    space           text NOT NULL,
     -- An endpoint is exactly one of a concept or a proposition; the pair of
     -- nullable columns lets each side carry a real, cascading foreign key.
     subject_concept bigint,
@@ -158,41 +162,14 @@ CREATE INDEX propositions_embedding_idx ON kip.propositions
 -- (attributes, metadata, identity, endpoints) bumps its version by one and
 -- stamps updated_at, whoever wrote it; an update that changes nothing leaves
 -- both alone. Writers cannot set these columns: the trigger owns them.
--- The content columns are compared one by one (not the whole row as jsonb,
--- which serialised the 384-dimension vector and the tsvector on every update).
+-- The content columns are compared one by one with their types' equality
+-- (as IS DISTINCT FROM does), never the 384-dimension vector or the
+-- tsvector. C functions (src/exec/touch.rs): every capsule updates the
+-- concepts it names, and the PL/pgSQL version ran its interpreter per row.
 CREATE FUNCTION kip.touch_concept() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.version := OLD.version;
-    NEW.created_at := OLD.created_at;
-    IF (NEW.id, NEW.space, NEW.type, NEW.name, NEW.attributes, NEW.metadata)
-       IS DISTINCT FROM (OLD.id, OLD.space, OLD.type, OLD.name, OLD.attributes, OLD.metadata) THEN
-        NEW.version := OLD.version + 1;
-        NEW.updated_at := clock_timestamp();
-    ELSE
-        NEW.updated_at := OLD.updated_at;
-    END IF;
-    RETURN NEW;
-END;
-$$;
-
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_touch_concept';
 CREATE FUNCTION kip.touch_proposition() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.version := OLD.version;
-    NEW.created_at := OLD.created_at;
-    IF (NEW.id, NEW.space, NEW.subject_concept, NEW.subject_link, NEW.predicate, NEW.object_concept,
-        NEW.object_link, NEW.attributes, NEW.metadata)
-       IS DISTINCT FROM (OLD.id, OLD.space, OLD.subject_concept, OLD.subject_link, OLD.predicate,
-        OLD.object_concept, OLD.object_link, OLD.attributes, OLD.metadata) THEN
-        NEW.version := OLD.version + 1;
-        NEW.updated_at := clock_timestamp();
-    ELSE
-        NEW.updated_at := OLD.updated_at;
-    END IF;
-    RETURN NEW;
-END;
-$$;
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_touch_proposition';
 
 -- Only updates are touched: inserts take the column defaults (version 1, now),
 -- and a restore from pg_dump keeps the versions and timestamps it carries.

@@ -254,6 +254,57 @@ fn propositions_are_searched_by_meaning() {
     assert_eq!(hits[0]["predicate"], "causes", "{hits}");
 }
 
+/// A vector is discarded only when its element's text changes: a concept
+/// or link written again with the same content (a capsule re-asserting it,
+/// with new metadata) keeps its vector; a new description, or another
+/// endpoint, makes it stale.
+#[test]
+fn a_vector_survives_a_write_that_leaves_its_text_alone() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "emb_keep");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?d { {type: "$ConceptType", name: "Drug"} }
+          CONCEPT ?s { {type: "$ConceptType", name: "Symptom"} }
+          CONCEPT ?t { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { subject_types: ["Drug"], object_types: ["Symptom"] } }
+        }"#,
+        json!({}),
+    ));
+    let capsule = r#"UPSERT {
+          CONCEPT ?m { {type: "Symptom", name: "Migraine"} }
+          CONCEPT ?a { {type: "Drug", name: "Sumatriptan"} SET ATTRIBUTES { description: "A triptan." }
+                       SET PROPOSITIONS { ("treats", ?m) WITH METADATA { confidence: :c } } }
+        } WITH METADATA { source: :source }"#;
+    ok(kip(&mut c, capsule, json!({"c": 0.5, "source": "first"})));
+    assert!(embed_space(&mut c, &space) > 0);
+    let stale = |c: &mut Client| -> (bool, bool) {
+        let r = c
+            .query_one(
+                "SELECT (SELECT embedding IS NULL FROM kip.concepts WHERE space = $1 AND name = 'Sumatriptan'), \
+                        (SELECT embedding IS NULL FROM kip.propositions WHERE space = $1 AND predicate = 'treats')",
+                &[&space],
+            )
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(stale(&mut c), (false, false));
+    ok(kip(&mut c, capsule, json!({"c": 0.9, "source": "second"})));
+    assert_eq!(stale(&mut c), (false, false), "the same text written again kept neither vector");
+    c.execute("UPDATE kip.propositions SET attributes = attributes WHERE space = $1 AND predicate = 'treats'", &[&space]).unwrap();
+    assert_eq!(stale(&mut c), (false, false));
+    // Another object is another text.
+    c.execute(
+        "UPDATE kip.propositions SET object_concept = (SELECT id FROM kip.concepts WHERE space = $1 AND type = '$ConceptType' AND name = 'Symptom') \
+         WHERE space = $1 AND predicate = 'treats'",
+        &[&space],
+    )
+    .unwrap();
+    assert_eq!(stale(&mut c), (false, true));
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "Sumatriptan"} SET ATTRIBUTES { description: "A migraine drug." } } }"#, json!({})));
+    assert_eq!(stale(&mut c), (true, true));
+}
+
 #[test]
 fn primer_advertises_the_search_capability() {
     let mut c = connect();
@@ -422,6 +473,45 @@ fn the_worker_embeds_new_elements_within_two_seconds() {
         std::thread::sleep(Duration::from_millis(50));
     }
     println!("semantically searchable {} ms after commit", committed.elapsed().as_millis());
+
+    // A worker terminated while the server runs (pg_terminate_backend, or
+    // DROP DATABASE ... WITH (FORCE) on another database it served) comes back.
+    let pid = |c: &mut Client| -> Option<i32> {
+        c.query_opt(
+            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = current_database()",
+            &[],
+        )
+        .unwrap()
+        .map(|r| r.get(0))
+    };
+    let first = pid(&mut c).expect("the worker serves this database");
+    let terminated: bool = c.query_one("SELECT pg_terminate_backend($1)", &[&first]).unwrap().get(0);
+    assert!(terminated);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if pid(&mut c).is_some_and(|p| p != first) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the terminated worker did not come back within 60 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?i { {type: "Item", name: "Loratadine"} SET ATTRIBUTES { description: "Another antihistamine." } } }"#,
+        json!({}),
+    ));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let waiting: i64 = c
+            .query_one("SELECT count(*) FROM kip.embedding_backlog WHERE space = $1", &[&space])
+            .unwrap()
+            .get(0);
+        if waiting == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the restarted worker embeds nothing");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]

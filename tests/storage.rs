@@ -131,6 +131,73 @@ fn versions_and_timestamps_are_maintained_by_the_database() {
         .unwrap()
         .get(0);
     assert!(later);
+    // Content is compared with its type's equality, as IS DISTINCT FROM
+    // does: the same jsonb written with another numeric scale is no change,
+    // and neither updated_at nor created_at can be written.
+    let stamps = |c: &mut Client| -> (i32, String, String) {
+        let r = c
+            .query_one("SELECT version, created_at::text, updated_at::text FROM kip.concepts WHERE id = $1", &[&a])
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    };
+    let before = stamps(&mut c);
+    c.execute(
+        "UPDATE kip.concepts SET attributes = '{\"x\": 1.00}', updated_at = now() - interval '1 day', \
+         created_at = now() - interval '1 day' WHERE id = $1",
+        &[&a],
+    )
+    .unwrap();
+    assert_eq!(stamps(&mut c), before, "a write of equal content changed the version or the timestamps");
+    // A vector or the tsvector is not content.
+    c.execute("UPDATE kip.concepts SET embedding = array_fill(0.5, ARRAY[384])::real[]::vector WHERE id = $1", &[&a]).unwrap();
+    assert_eq!(stamps(&mut c), before);
+    // Renaming is a change; the creation time stays.
+    c.execute("UPDATE kip.concepts SET name = 'a2', created_at = now() + interval '1 day' WHERE id = $1", &[&a]).unwrap();
+    let after = stamps(&mut c);
+    assert_eq!((after.0, &after.1), (before.0 + 1, &before.1));
+    assert!(after.2 > before.2, "updated_at not stamped: {after:?}");
+
+    // Propositions: an endpoint, the predicate or the attributes are content.
+    let b = concept(&mut c, &s, "T", "b");
+    let d = concept(&mut c, &s, "T", "d");
+    let p = link(&mut c, &s, (a, false), "p", (b, false)).unwrap();
+    let pv = |c: &mut Client| -> i32 { c.query_one("SELECT version FROM kip.propositions WHERE id = $1", &[&p]).unwrap().get(0) };
+    c.execute("UPDATE kip.propositions SET object_concept = $2 WHERE id = $1", &[&p, &d]).unwrap();
+    assert_eq!(pv(&mut c), 2);
+    c.execute("UPDATE kip.propositions SET attributes = '{}', version = 7 WHERE id = $1", &[&p]).unwrap();
+    assert_eq!(pv(&mut c), 2);
+    c.execute("UPDATE kip.propositions SET attributes = '{\"w\": 0.5}' WHERE id = $1", &[&p]).unwrap();
+    assert_eq!(pv(&mut c), 3);
+}
+
+/// A proposition has no foreign key of its own to kip.spaces: its subject's
+/// composite key ties it to its space's elements, so renaming a space
+/// carries every link along (higher-order ones included), dropping it
+/// removes them, and a link cannot name a space its endpoints are not in.
+#[test]
+fn a_space_rename_or_drop_carries_its_links() {
+    let mut c = connect();
+    let s = new_space(&mut c);
+    let a = concept(&mut c, &s, "T", "a");
+    let b = concept(&mut c, &s, "T", "b");
+    let p1 = link(&mut c, &s, (a, false), "p", (b, false)).unwrap();
+    let p2 = link(&mut c, &s, (p1, true), "q", (p1, true)).unwrap();
+    let p3 = link(&mut c, &s, (b, false), "r", (p2, true)).unwrap();
+    let renamed = unique_space("sql");
+    c.execute("UPDATE kip.spaces SET name = $2 WHERE name = $1", &[&s, &renamed]).unwrap();
+    assert_eq!(count(&mut c, "SELECT count(*) FROM kip.propositions WHERE space = $1", &s), 0);
+    let moved: i64 = c
+        .query_one("SELECT count(*) FROM kip.propositions WHERE space = $1 AND id = ANY($2)", &[&renamed, &vec![p1, p2, p3]])
+        .unwrap()
+        .get(0);
+    assert_eq!(moved, 3);
+    // A link in a space that does not exist, or not its endpoints' space, is refused.
+    assert!(db_err(link(&mut c, "no_such_space", (a, false), "p", (b, false))).contains("foreign key"));
+    assert!(db_err(link(&mut c, &s, (a, false), "p", (b, false))).contains("foreign key"));
+    let dropped: bool = c.query_one("SELECT kip_drop_space($1)", &[&renamed]).unwrap().get(0);
+    assert!(dropped);
+    let left: i64 = c.query_one("SELECT count(*) FROM kip.propositions WHERE id = ANY($1)", &[&vec![p1, p2, p3]]).unwrap().get(0);
+    assert_eq!(left, 0);
 }
 
 /// No index of the element tables mentions `metadata` (in a key or a

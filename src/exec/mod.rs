@@ -9,6 +9,7 @@ pub mod known;
 pub mod pg_error;
 pub mod spi;
 pub mod subxact;
+pub mod touch;
 pub mod cursor;
 pub mod extensions;
 

@@ -13,7 +13,8 @@
 //!   start), runs the maintenance cycle on every space.
 //!
 //! SIGHUP reloads the configuration (a new interval applies at once); SIGTERM
-//! stops the worker between two steps. A failing step is logged as a WARNING
+//! stops the worker between two steps, and the postmaster starts it again
+//! 10 s later unless the server is shutting down. A failing step is logged as a WARNING
 //! and retried later; the worker itself keeps running.
 
 use super::settings;
@@ -87,6 +88,12 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
         }
     }
     log!("kip worker stopping");
+    // Exit code 1, as Postgres's logical replication launcher does: the
+    // postmaster restarts the worker after RESTART_AFTER when it was
+    // terminated while the server runs (pg_terminate_backend, DROP DATABASE
+    // ... WITH (FORCE)); exit code 0 would unregister it until the next
+    // server start. At shutdown nothing is restarted.
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// Whether the kip extension is installed in this database (at the version

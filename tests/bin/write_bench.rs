@@ -103,11 +103,28 @@ fn main() {
     }
     let space = fresh_space(&mut c, "bench_write");
     kip(&mut c, "DESCRIBE PRIMER", json!({})); // bootstrap outside the timing
-    let (elapsed, mut latencies) = write(&mut c, 0, count);
+    // KIP_BENCH_VECTORS=1: the Persons and Domains the capsules name carry
+    // vectors, as the embedding worker leaves them in a live memory (each
+    // capsule then updates two embedded concepts). The first 50 capsules
+    // create them, outside the timing, and a fixed unit vector is stored.
+    let vectors = std::env::var("KIP_BENCH_VECTORS").is_ok_and(|v| v == "1");
+    let first = if vectors {
+        write(&mut c, 0, 50);
+        c.execute(
+            "UPDATE kip.concepts SET embedding = array_fill(0.05103104, ARRAY[384])::real[]::vector WHERE space = $1",
+            &[&space],
+        )
+        .expect("store vectors");
+        50
+    } else {
+        0
+    };
+    let (elapsed, mut latencies) = write(&mut c, first, count);
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p) as usize];
+    let embedded = if vectors { ", the concepts they name embedded" } else { "" };
     println!(
-        "write benchmark: {count} Event capsules (3 concept blocks, 5 attributes, 3 links each), 1 client, one commit per capsule (synchronous_commit {commit}), space {space}"
+        "write benchmark: {count} Event capsules (3 concept blocks, 5 attributes, 3 links each{embedded}), 1 client, one commit per capsule (synchronous_commit {commit}), space {space}"
     );
     println!("  total {:.2} s -> {:.0} capsules/s", elapsed.as_secs_f64(), count as f64 / elapsed.as_secs_f64());
     println!("  latency p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms", pct(0.5).as_secs_f64() * 1e3, pct(0.95).as_secs_f64() * 1e3, pct(0.99).as_secs_f64() * 1e3);
