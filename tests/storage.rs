@@ -374,3 +374,34 @@ fn element_objects_equal_their_sql_definition() {
     assert_eq!(rows, 5);
     assert_eq!((concepts, propositions, metadata), (0, 0, 0), "objects differing from the SQL definition");
 }
+
+/// The version trigger functions are C: misused, they raise an error and
+/// the backend lives on — called directly, fired AFTER instead of BEFORE,
+/// or attached to a table whose columns are not kip's.
+#[test]
+fn the_version_trigger_refuses_misuse() {
+    let mut c = connect();
+    let err = db_err(c.execute("SELECT kip.touch_concept()", &[]));
+    assert!(err.contains("trigger"), "{err}");
+    let table = format!("touch_misuse_{}", std::process::id());
+    c.batch_execute(&format!(
+        "DROP TABLE IF EXISTS {table};
+         CREATE TABLE {table} (id bigint, space text, type text, name text, attributes jsonb, metadata jsonb,
+                               version text, created_at timestamptz, updated_at timestamptz);
+         INSERT INTO {table} VALUES (1, 's', 't', 'n', '{{}}', '{{}}', 'v1', now(), now());
+         CREATE TRIGGER wrong_types BEFORE UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION kip.touch_concept();"
+    ))
+    .unwrap();
+    let err = db_err(c.execute(&format!("UPDATE {table} SET name = 'm'"), &[]));
+    assert!(err.contains("version"), "{err}");
+    c.batch_execute(&format!(
+        "DROP TRIGGER wrong_types ON {table};
+         CREATE TRIGGER after_row AFTER UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION kip.touch_proposition();"
+    ))
+    .unwrap();
+    let err = db_err(c.execute(&format!("UPDATE {table} SET name = 'm'"), &[]));
+    assert!(err.contains("BEFORE UPDATE"), "{err}");
+    let alive: i32 = c.query_one("SELECT 1", &[]).unwrap().get(0);
+    assert_eq!(alive, 1);
+    c.batch_execute(&format!("DROP TABLE {table}")).unwrap();
+}

@@ -46,6 +46,19 @@ unsafe fn column(desc: pg_sys::TupleDesc, name: &CStr) -> i32 {
     attnum
 }
 
+/// The column's number, checked to be of `type_oid`: the three columns the
+/// trigger writes are built as an int4 and two timestamptz datums, and a
+/// table of another shape (the function attached to a table of the user's)
+/// gets an error instead of a datum of the wrong type.
+unsafe fn typed_column(desc: pg_sys::TupleDesc, name: &CStr, type_oid: pg_sys::Oid) -> i32 {
+    let attnum = column(desc, name);
+    let attr = (*desc).attrs.as_ptr().add(attnum as usize - 1);
+    if (*attr).atttypid != type_oid {
+        pgrx::error!("kip: the version trigger's column {} is not of the type kip's tables give it", name.to_string_lossy());
+    }
+    attnum
+}
+
 /// Whether column `attnum` differs between the rows, as `IS DISTINCT FROM`
 /// says: by the type's default equality operator under the column's collation.
 unsafe fn differs(desc: pg_sys::TupleDesc, old: pg_sys::HeapTuple, new: pg_sys::HeapTuple, attnum: i32) -> bool {
@@ -85,9 +98,9 @@ unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr])
     let new = (*trigger).tg_newtuple;
     let changed = content.iter().any(|c| differs(desc, old, new, column(desc, c)));
 
-    let version = column(desc, c"version");
-    let created_at = column(desc, c"created_at");
-    let updated_at = column(desc, c"updated_at");
+    let version = typed_column(desc, c"version", pg_sys::INT4OID);
+    let created_at = typed_column(desc, c"created_at", pg_sys::TIMESTAMPTZOID);
+    let updated_at = typed_column(desc, c"updated_at", pg_sys::TIMESTAMPTZOID);
     let old_value = |attnum: i32| {
         let mut null = false;
         let value = pg_sys::SPI_getbinval(old, desc, attnum, &mut null);
