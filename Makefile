@@ -44,6 +44,7 @@ bench: install
 	@bash scripts/cluster.sh start
 	cargo bench -p kip-lang
 	cargo run --release -p kip-integration-tests --bin kip-write-bench
+	KIP_BENCH_VECTORS=1 cargo run --release -p kip-integration-tests --bin kip-write-bench
 	cargo run --release -p kip-integration-tests --bin kip-write-bench -- scale
 	cargo run --release -p kip-integration-tests --bin kip-bulk-bench
 	cargo run --release -p kip-integration-tests --bin kql-bench
