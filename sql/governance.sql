@@ -54,6 +54,17 @@ CREATE TABLE kip.space_grants (
 CREATE INDEX space_grants_role_idx ON kip.space_grants (role);
 COMMENT ON TABLE kip.space_grants IS 'Which role may read, write or administer which memory space (kip_grant, kip_revoke)';
 
+-- Each backend remembers the spaces a role was granted (kip.granted_spaces,
+-- src/governance/privileges.rs) and forgets them when this table changes:
+-- the trigger registers a relcache invalidation of the table, delivered to
+-- every backend. Also where session_replication_role = replica.
+CREATE FUNCTION kip.grants_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_grants_changed';
+COMMENT ON FUNCTION kip.grants_changed() IS 'Tells every backend that kip.space_grants changed (kip internal)';
+CREATE TRIGGER space_grants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON kip.space_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.grants_changed();
+ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed;
+
 -- Whether the current role is a kip administrator: it has the privileges
 -- of kip_admin (pg_has_role(..., 'USAGE')), as superusers do.
 -- In C (src/governance/privileges.rs): every row-level security policy

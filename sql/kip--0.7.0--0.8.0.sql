@@ -73,3 +73,15 @@ CREATE TRIGGER propositions_embedding_stale
               (OLD.space, OLD.subject_concept, OLD.subject_link, OLD.predicate, OLD.object_concept, OLD.object_link,
                OLD.attributes))
     EXECUTE FUNCTION kip.proposition_embedding_stale();
+
+-- Each backend remembers kip.granted_spaces' answers (the spaces a role was
+-- granted, which every row-level security policy asks once per statement:
+-- a fifth of a capsule's time for a role that is not a superuser) and
+-- forgets them when kip.space_grants changes, through this trigger's
+-- relcache invalidation (src/governance/privileges.rs).
+CREATE FUNCTION kip.grants_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_grants_changed';
+COMMENT ON FUNCTION kip.grants_changed() IS 'Tells every backend that kip.space_grants changed (kip internal)';
+CREATE TRIGGER space_grants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON kip.space_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.grants_changed();
+ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed;

@@ -60,6 +60,7 @@ pub extern "C-unwind" fn _PG_init() {
     embed::settings::register();
     governance::settings::register();
     exec::known::register();
+    governance::privileges::register();
     // Only does something while the postmaster preloads the library.
     maintenance::worker::register();
 }

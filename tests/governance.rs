@@ -268,6 +268,69 @@ fn grants_follow_role_membership_and_can_be_revoked() {
     }
 }
 
+/// Each backend remembers the spaces a role was granted (row-level security
+/// asks once per policy and statement); plain SQL still follows every
+/// change from one statement to the next: another session's revoke and
+/// grant, the session's own revoke inside a transaction and its rollback,
+/// and a change of role membership. Under REPEATABLE READ the grants are
+/// those of the transaction's snapshot, as a plain SQL read of them is.
+#[test]
+fn plain_sql_follows_grants_from_one_statement_to_the_next() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_memo");
+    let people = |c: &mut Client| count(c, "SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'Person'", &space);
+    let revoke = |c: &mut Client, role: &str, privilege: &str| -> bool {
+        c.query_one("SELECT kip_revoke($1, $2::name, $3)", &[&space, &role, &privilege]).unwrap().get(0)
+    };
+    let reader = login_role(&mut admin, "gov_memo_r", "kip_reader");
+    assert!(grant(&mut admin, &space, &reader, "read"));
+    let mut r = connect_as(&reader, DB);
+    let seen = people(&mut r);
+    assert!(seen > 0);
+    assert_eq!(people(&mut r), seen);
+    // Another session's revoke and grant hold from the next statement.
+    assert!(revoke(&mut admin, &reader, "read"));
+    assert_eq!(people(&mut r), 0, "a revoked read still sees the space");
+    let e = sql_error(r.execute("INSERT INTO kip.concepts (space, type, name) VALUES ($1, 'Person', 'x')", &[&space]));
+    assert!(e.contains("permission denied") || e.contains("row-level security"), "{e}");
+    assert!(grant(&mut admin, &space, &reader, "read"));
+    assert_eq!(people(&mut r), seen);
+    // Under REPEATABLE READ, the transaction's snapshot decides.
+    r.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+    assert_eq!(people(&mut r), seen);
+    assert!(revoke(&mut admin, &reader, "read"));
+    assert_eq!(people(&mut r), seen, "the grant is in the transaction's snapshot");
+    r.batch_execute("COMMIT").unwrap();
+    assert_eq!(people(&mut r), 0);
+
+    // The session's own revoke, inside a transaction, and its rollback.
+    let owner = login_role(&mut admin, "gov_memo_a", "kip_writer");
+    assert!(grant(&mut admin, &space, &owner, "admin"));
+    let mut o = connect_as(&owner, DB);
+    assert_eq!(people(&mut o), seen);
+    o.batch_execute("BEGIN").unwrap();
+    assert!(revoke(&mut o, &owner, "read"));
+    assert_eq!(people(&mut o), 0, "the transaction's own revoke");
+    o.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(people(&mut o), seen, "the rolled-back revoke");
+
+    // Role membership: a grant to a group follows the membership.
+    let group = login_role(&mut admin, "gov_memo_g", "kip_reader");
+    let member = login_role(&mut admin, "gov_memo_m", "kip_reader");
+    assert!(grant(&mut admin, &space, &group, "read"));
+    admin.batch_execute(&format!("GRANT \"{group}\" TO \"{member}\"")).unwrap();
+    let mut m = connect_as(&member, DB);
+    assert_eq!(people(&mut m), seen);
+    admin.batch_execute(&format!("REVOKE \"{group}\" FROM \"{member}\"")).unwrap();
+    assert_eq!(people(&mut m), 0, "a role out of the group keeps its grants");
+    admin.batch_execute(&format!("GRANT \"{group}\" TO \"{member}\"")).unwrap();
+    assert_eq!(people(&mut m), seen);
+    drop((r, o, m));
+    for role in [&reader, &owner, &member, &group] {
+        drop_role(&mut admin, role);
+    }
+}
+
 /// A kip_admin's grant needs no lookup (nor a subtransaction) once the
 /// space is known to be ready; it still follows the role's membership from
 /// one call to the next.

@@ -138,6 +138,18 @@ pub fn lookup_in_caller_snapshot(sql: &str, params: &[SqlParam]) -> Result<Rows,
     })
 }
 
+/// [`lookup`] on a snapshot taken now, without ending the current command:
+/// it sees every transaction committed so far and this transaction's
+/// earlier statements, and can be taken while a statement runs (a policy's
+/// function), where [`lookup`]'s fresh snapshot would start a new command
+/// under it. For the grants a backend remembers (`governance::privileges`).
+pub fn lookup_in_latest_snapshot(sql: &str, params: &[SqlParam]) -> Result<Rows, KipError> {
+    Spi::connect(|_client| unsafe {
+        run_plan_on(sql, params, Access::ReadOnly, Planning::Generic, Snapshot::Latest)?;
+        Ok(result_rows(&mut |_, tuple, tupdesc, col| column_value(tuple, tupdesc, col)))
+    })
+}
+
 /// The snapshot a read-only statement runs on.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Snapshot {
@@ -145,6 +157,8 @@ enum Snapshot {
     Fresh,
     /// The active one, the calling statement's.
     Caller,
+    /// The latest one, taken now, in the current command.
+    Latest,
 }
 
 /// [`lookup`]'s first column of the first row, or `Value::Null`.
@@ -187,6 +201,10 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
     let plan = saved_plan(sql, &mut argtypes, planning)?;
     let read_only = access == Access::ReadOnly;
     let fresh = read_only && snapshot == Snapshot::Fresh;
+    let latest = read_only && snapshot == Snapshot::Latest;
+    if latest {
+        pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot());
+    }
     if fresh {
         // A read-only SPI call runs on the caller's active snapshot, which
         // predates whatever this transaction wrote since the outer statement
@@ -202,7 +220,7 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         let _no_jit = JitOff::new();
         pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
     };
-    if fresh {
+    if fresh || latest {
         pg_sys::PopActiveSnapshot();
     }
     if status < 0 {

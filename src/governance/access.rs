@@ -115,15 +115,28 @@ pub fn grant(space: &Space) -> Result<Grant, KipError> {
     Ok(Grant { privilege, role: current_role_name(), space: space.clone() })
 }
 
-/// [`grant`]'s answer when it takes no query: a superuser's, or a
-/// `kip_admin`'s once the governance objects are known to exist. `None`:
-/// ask [`grant`].
+/// [`grant`]'s answer when it takes no query: a superuser's, a
+/// `kip_admin`'s once the governance objects are known to exist, or a
+/// granted role's from the answers the backend remembers
+/// (`privileges::remembered_privilege`). `None`: ask [`grant`] (also for a
+/// role without access, whose refusal [`grant`]'s caller words).
 pub fn grant_without_query(space: &Space) -> Option<Grant> {
     // SAFETY: reads the session's current user id; no side effects.
     if unsafe { pgrx::pg_sys::superuser() } {
         return Some(Grant::full(space));
     }
-    (GOVERNED.with(|g| g.get()) && privileges::is_admin()).then(|| admin_grant(space))
+    if !GOVERNED.with(|g| g.get()) {
+        return None;
+    }
+    if privileges::is_admin() {
+        return Some(admin_grant(space));
+    }
+    let privilege = match privileges::remembered_privilege(space.name())?? {
+        "admin" => Privilege::Admin,
+        "write" => Privilege::Write,
+        _ => Privilege::Read,
+    };
+    Some(Grant { privilege: Some(privilege), role: current_role_name(), space: space.clone() })
 }
 
 fn admin_grant(space: &Space) -> Grant {

@@ -86,6 +86,9 @@ fn write(c: &mut postgres::Client, from: usize, count: usize) -> (std::time::Dur
     (start.elapsed(), latencies)
 }
 
+/// The role of `KIP_BENCH_ROLE=writer`.
+const WRITER: &str = "kip_bench_writer";
+
 fn set_history(c: &mut postgres::Client, on: bool) {
     c.batch_execute(if on { "SET kip.history = on" } else { "SET kip.history = off" }).expect("set kip.history");
 }
@@ -106,6 +109,19 @@ fn main() {
         return compare_history(&mut c, count, commit);
     }
     let space = fresh_space(&mut c, "bench_write");
+    // KIP_BENCH_ROLE=writer: write as an application connects in
+    // production, a member of kip_writer with a write grant on the space,
+    // under row-level security, instead of as a superuser.
+    let as_writer = std::env::var("KIP_BENCH_ROLE").is_ok_and(|v| v == "writer");
+    if as_writer {
+        c.batch_execute(&format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{WRITER}') THEN \
+               CREATE ROLE {WRITER} NOLOGIN IN ROLE kip_writer; END IF; END $$"
+        ))
+        .expect("create the writer role");
+        c.execute("SELECT kip_grant($1, $2::name, 'write')", &[&space, &WRITER]).expect("grant the space");
+        c.batch_execute(&format!("SET ROLE {WRITER}")).expect("set role");
+    }
     kip(&mut c, "DESCRIBE PRIMER", json!({})); // bootstrap outside the timing
     // KIP_BENCH_VECTORS=1: the Persons and Domains the capsules name carry
     // vectors, as the embedding worker leaves them in a live memory (each
@@ -126,7 +142,12 @@ fn main() {
     let (elapsed, mut latencies) = write(&mut c, first, count);
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p) as usize];
-    let embedded = if vectors { ", the concepts they name embedded" } else { "" };
+    let embedded = match (vectors, as_writer) {
+        (true, true) => ", the concepts they name embedded; as a kip_writer role",
+        (true, false) => ", the concepts they name embedded",
+        (false, true) => "; as a kip_writer role",
+        (false, false) => "",
+    };
     println!(
         "write benchmark: {count} Event capsules (3 concept blocks, 5 attributes, 3 links each{embedded}), 1 client, one commit per capsule (synchronous_commit {commit}), space {space}"
     );
