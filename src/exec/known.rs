@@ -190,22 +190,12 @@ pub fn register() {
     unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0usize)) };
 }
 
-unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, name: &str) -> *const pg_sys::TriggerData {
-    let trigger = (*fcinfo).context as *const pg_sys::TriggerData;
-    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-        pgrx::error!("{name}() must be called as a trigger");
-    }
-    trigger
-}
-
 /// `kip.spaces_changed()`: the statement-level trigger on `kip.spaces` that
 /// registers the table's relcache invalidation (see the module comment).
 #[no_mangle]
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn kip_spaces_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let trigger = trigger_data(fcinfo, "kip.spaces_changed");
-    pg_sys::CacheInvalidateRelcacheByRelid((*(*trigger).tg_relation).rd_id);
-    pg_sys::Datum::from(0usize)
+    super::invalidate_trigger_table(fcinfo, "kip.spaces_changed")
 }
 
 /// `kip.registry_changed()`: the triggers on `kip.concepts` for changed
@@ -213,7 +203,7 @@ pub unsafe extern "C-unwind" fn kip_spaces_changed(fcinfo: pg_sys::FunctionCallI
 #[no_mangle]
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn kip_registry_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let trigger = trigger_data(fcinfo, "kip.registry_changed");
+    let trigger = super::trigger_data(fcinfo, "kip.registry_changed");
     let namespace = pg_sys::get_rel_namespace((*(*trigger).tg_relation).rd_id);
     let spaces = pg_sys::get_relname_relid(c"spaces".as_ptr(), namespace);
     if spaces != pg_sys::InvalidOid {

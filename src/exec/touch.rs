@@ -59,12 +59,18 @@ unsafe fn typed_column(desc: pg_sys::TupleDesc, name: &CStr, type_oid: pg_sys::O
     attnum
 }
 
+/// Column `attnum` of `tuple`, and whether it is NULL.
+unsafe fn value(tuple: pg_sys::HeapTuple, desc: pg_sys::TupleDesc, attnum: i32) -> (pg_sys::Datum, bool) {
+    let mut null = false;
+    let datum = pg_sys::SPI_getbinval(tuple, desc, attnum, &mut null);
+    (datum, null)
+}
+
 /// Whether column `attnum` differs between the rows, as `IS DISTINCT FROM`
 /// says: by the type's default equality operator under the column's collation.
 unsafe fn differs(desc: pg_sys::TupleDesc, old: pg_sys::HeapTuple, new: pg_sys::HeapTuple, attnum: i32) -> bool {
-    let (mut old_null, mut new_null) = (false, false);
-    let a = pg_sys::SPI_getbinval(old, desc, attnum, &mut old_null);
-    let b = pg_sys::SPI_getbinval(new, desc, attnum, &mut new_null);
+    let (a, old_null) = value(old, desc, attnum);
+    let (b, new_null) = value(new, desc, attnum);
     if old_null || new_null {
         return old_null != new_null;
     }
@@ -82,10 +88,7 @@ unsafe fn differs(desc: pg_sys::TupleDesc, old: pg_sys::HeapTuple, new: pg_sys::
 }
 
 unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr]) -> pg_sys::Datum {
-    let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
-    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-        pgrx::error!("{name}() must be called as a trigger");
-    }
+    let trigger = super::trigger_data(fcinfo, name);
     let event = (*trigger).tg_event;
     let before_row_update = event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_UPDATE
         && event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE
@@ -101,14 +104,9 @@ unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr])
     let version = typed_column(desc, c"version", pg_sys::INT4OID);
     let created_at = typed_column(desc, c"created_at", pg_sys::TIMESTAMPTZOID);
     let updated_at = typed_column(desc, c"updated_at", pg_sys::TIMESTAMPTZOID);
-    let old_value = |attnum: i32| {
-        let mut null = false;
-        let value = pg_sys::SPI_getbinval(old, desc, attnum, &mut null);
-        (value, null)
-    };
-    let (old_version, version_null) = old_value(version);
-    let (old_created, created_null) = old_value(created_at);
-    let (old_updated, updated_null) = old_value(updated_at);
+    let (old_version, version_null) = value(old, desc, version);
+    let (old_created, created_null) = value(old, desc, created_at);
+    let (old_updated, updated_null) = value(old, desc, updated_at);
     let (new_version, new_updated, new_updated_null) = if changed {
         // version is NOT NULL; a NULL (a table altered by hand) stays NULL, as `NULL + 1` does.
         let bumped = if version_null { old_version } else { pg_sys::Datum::from((old_version.value() as i32).saturating_add(1)) };

@@ -106,12 +106,7 @@ pub fn grant(space: &Space) -> Result<Grant, KipError> {
     if privileges::is_admin() {
         return Ok(admin_grant(space));
     }
-    let privilege = match privileges::granted_privilege(space.name())? {
-        Some("admin") => Some(Privilege::Admin),
-        Some("write") => Some(Privilege::Write),
-        Some("read") => Some(Privilege::Read),
-        _ => None,
-    };
+    let privilege = privileges::granted_privilege(space.name())?.and_then(privilege_named);
     Ok(Grant { privilege, role: current_role_name(), space: space.clone() })
 }
 
@@ -131,12 +126,18 @@ pub fn grant_without_query(space: &Space) -> Option<Grant> {
     if privileges::is_admin() {
         return Some(admin_grant(space));
     }
-    let privilege = match privileges::remembered_privilege(space.name())?? {
-        "admin" => Privilege::Admin,
-        "write" => Privilege::Write,
-        _ => Privilege::Read,
-    };
+    let privilege = privileges::remembered_privilege(space.name())?.and_then(privilege_named)?;
     Some(Grant { privilege: Some(privilege), role: current_role_name(), space: space.clone() })
+}
+
+/// The privilege of a grant's level name (`governance::privileges`).
+fn privilege_named(level: &str) -> Option<Privilege> {
+    match level {
+        "admin" => Some(Privilege::Admin),
+        "write" => Some(Privilege::Write),
+        "read" => Some(Privilege::Read),
+        _ => None,
+    }
 }
 
 fn admin_grant(space: &Space) -> Grant {

@@ -48,86 +48,116 @@ pub fn is_admin() -> bool {
     holds_role("kip_admin")
 }
 
-/// `(space, role, privilege)` of every grant, read on the calling
-/// statement's snapshot (as a policy's function reads); or of one space's,
-/// on a fresh snapshot (as the call's check reads, seeing a grant made
-/// earlier in its transaction).
-const ALL_GRANTS: &str = "SELECT g.space, g.role::pg_catalog.text, g.privilege FROM kip.space_grants g";
+/// A grant: `(space, role, privilege)`.
+type GrantRow = (String, String, String);
 
-fn grants(space: Option<&str>) -> Result<Vec<(String, String, String)>, KipError> {
-    const ONE: &str = "SELECT g.space, g.role::pg_catalog.text, g.privilege FROM kip.space_grants g \
-                       WHERE g.space OPERATOR(pg_catalog.=) $1";
-    let rows = match space {
-        None => spi::lookup_in_caller_snapshot(ALL_GRANTS, &[])?,
-        Some(s) => spi::lookup(ONE, &[spi::SqlParam::Text(s.to_string())], spi::Access::ReadOnly)?,
+/// The snapshot grants are read on.
+#[derive(Clone, Copy)]
+enum GrantSnapshot {
+    /// The calling statement's: a policy's function reads what that
+    /// statement sees, as the STABLE SQL function it replaced did.
+    Caller,
+    /// A fresh one, which sees a grant made earlier in the transaction (the
+    /// call's own check).
+    Fresh,
+    /// One taken now, in the current command: an answer to remember must
+    /// hold for later statements.
+    Latest,
+}
+
+const ALL_GRANTS: &str = "SELECT g.space, g.role::pg_catalog.text, g.privilege FROM kip.space_grants g";
+const GRANTS_OF_ROLES: &str = "SELECT g.space, g.role::pg_catalog.text, g.privilege FROM kip.space_grants g \
+                               WHERE g.role OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.name[])";
+const GRANTS_ON_SPACE: &str = "SELECT g.space, g.role::pg_catalog.text, g.privilege FROM kip.space_grants g \
+                               WHERE g.space OPERATOR(pg_catalog.=) $1";
+
+/// The grants one of the statements above returns, read on `snapshot`.
+fn read_grants(sql: &str, params: &[spi::SqlParam], snapshot: GrantSnapshot) -> Result<Vec<GrantRow>, KipError> {
+    let rows = match snapshot {
+        GrantSnapshot::Caller => spi::lookup_in_caller_snapshot(sql, params)?,
+        GrantSnapshot::Fresh => spi::lookup(sql, params, spi::Access::ReadOnly)?,
+        GrantSnapshot::Latest => spi::lookup_in_latest_snapshot(sql, params)?,
     };
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     Ok(rows.iter().map(|r| (text(&r[0]), text(&r[1]), text(&r[2]))).collect())
 }
 
-/// The spaces on which the current role holds one of `privileges`,
-/// directly or through a role whose privileges it has; sorted, distinct.
-/// Grants to a role dropped since match nobody.
-///
-/// Only the grants of the roles whose privileges the current role has are
-/// read (by the index on `role`): a database of many agents, each with its
-/// own role and space, holds many grants, and every statement under
-/// row-level security asks this. A superuser has every role's privileges
-/// and reads them all.
-pub fn granted_spaces(privileges: &[String]) -> Result<Vec<String>, KipError> {
-    // SAFETY: reads the session's user.
-    let user = unsafe { pg_sys::GetUserId() };
-    if per_transaction_snapshot() {
-        // The transaction's snapshot decides, as in the SQL definition.
-        return read_granted_spaces(user, privileges, GrantSnapshot::Caller);
-    }
-    // SAFETY: processes the invalidations other sessions' commits sent, as
-    // any lock acquisition does; cheap when there are none.
-    unsafe { pg_sys::AcceptInvalidationMessages() };
-    if let Some(spaces) = remembered(user, privileges) {
-        return Ok(spaces);
-    }
-    let watched = watched()?;
-    let generation = GENERATION.with(Cell::get);
-    let spaces = read_granted_spaces(user, privileges, GrantSnapshot::Latest)?;
-    // An invalidation processed during the read may be of a change the
-    // read's snapshot predates: that answer is not remembered.
-    if watched.trigger && GENERATION.with(Cell::get) == generation {
-        remember(user, privileges, &spaces);
-    }
-    Ok(spaces)
-}
-
-/// The snapshot [`granted_spaces`] reads the grants on.
-#[derive(Clone, Copy)]
-enum GrantSnapshot {
-    /// The calling statement's.
-    Caller,
-    /// One taken now (a remembered answer must hold for later statements).
-    Latest,
-}
-
-/// [`granted_spaces`] read from `kip.space_grants`.
-fn read_granted_spaces(user: pg_sys::Oid, privileges: &[String], snapshot: GrantSnapshot) -> Result<Vec<String>, KipError> {
+/// The grants that may count for the current role `user`: those to the
+/// roles whose privileges it has, read by the index on `role` (a database
+/// of many agents, each with its own role and space, holds many grants, and
+/// every statement under row-level security asks); every grant for a
+/// superuser, who has every role's privileges.
+fn candidate_grants(user: pg_sys::Oid, snapshot: GrantSnapshot) -> Result<Vec<GrantRow>, KipError> {
     // SAFETY: reads the role catalog caches.
-    let superuser = unsafe { pg_sys::superuser() };
-    let rows = if superuser {
-        all_grants(snapshot)?
-    } else {
-        let roles: Vec<String> = unsafe { member_roles(user) }
-            .into_iter()
-            .filter(|&role| unsafe { pg_sys::has_privs_of_role(user, role) })
-            .filter_map(role_name)
-            .collect();
-        grants_of(roles, snapshot)?
-    };
+    if unsafe { pg_sys::superuser() } {
+        return read_grants(ALL_GRANTS, &[], snapshot);
+    }
+    let roles: Vec<String> = unsafe { member_roles(user) }
+        .into_iter()
+        .filter(|&role| unsafe { pg_sys::has_privs_of_role(user, role) })
+        .filter_map(role_name)
+        .collect();
+    read_grants(GRANTS_OF_ROLES, &[spi::SqlParam::TextArray(roles)], snapshot)
+}
+
+/// The spaces on which `grants` give the current role one of `privileges`;
+/// sorted, distinct. Grants to a role dropped since match nobody.
+fn spaces_with(grants: &[GrantRow], privileges: &[&str]) -> Vec<String> {
     let mut spaces = BTreeSet::new();
-    for (space, role, privilege) in rows {
-        if privileges.contains(&privilege) && !spaces.contains(&space) && holds_role(&role) {
-            spaces.insert(space);
+    for (space, role, privilege) in grants {
+        if privileges.contains(&privilege.as_str()) && !spaces.contains(space) && holds_role(role) {
+            spaces.insert(space.clone());
         }
     }
-    Ok(spaces.into_iter().collect())
+    spaces.into_iter().collect()
+}
+
+/// The spaces on which the current role holds one of `privileges`,
+/// directly or through a role whose privileges it has; sorted, distinct
+/// (`kip.granted_spaces`, which every row-level security policy asks).
+pub fn granted_spaces(privileges: &[&str]) -> Result<Vec<String>, KipError> {
+    // SAFETY: reads the session's user.
+    let user = unsafe { pg_sys::GetUserId() };
+    match answers(user, &[privileges])? {
+        Some(mut found) => Ok(found.swap_remove(0)),
+        None => Ok(spaces_with(&candidate_grants(user, GrantSnapshot::Caller)?, privileges)),
+    }
+}
+
+/// The answers of [`granted_spaces`] for each of `sets`: remembered, or
+/// read from one read of the grants and remembered together. `None` where
+/// nothing is remembered (see [`Remembered`]): the caller reads on its own
+/// snapshot.
+fn answers(user: pg_sys::Oid, sets: &[&[&str]]) -> Result<Option<Vec<Vec<String>>>, KipError> {
+    if per_transaction_snapshot() {
+        return Ok(None);
+    }
+    if let Some(found) = remembered_answers(user, sets) {
+        return Ok(Some(found));
+    }
+    if !watched()?.trigger {
+        return Ok(None);
+    }
+    let generation = GENERATION.with(Cell::get);
+    let grants = candidate_grants(user, GrantSnapshot::Latest)?;
+    let found: Vec<Vec<String>> = sets.iter().map(|privileges| spaces_with(&grants, privileges)).collect();
+    // An invalidation processed during the read may be of a change the
+    // read's snapshot predates: those answers are not remembered.
+    if GENERATION.with(Cell::get) == generation {
+        for (privileges, spaces) in sets.iter().zip(&found) {
+            remember(user, privileges, spaces);
+        }
+    }
+    Ok(Some(found))
+}
+
+/// The remembered answers for each of `sets`, after processing the
+/// invalidations other sessions' commits sent (as any lock acquisition
+/// does; cheap when there are none); `None` unless all are remembered.
+fn remembered_answers(user: pg_sys::Oid, sets: &[&[&str]]) -> Option<Vec<Vec<String>>> {
+    // SAFETY: processes this backend's pending invalidation messages.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    sets.iter().map(|privileges| remembered(user, privileges)).collect()
 }
 
 /// Answers of [`granted_spaces`] a backend remembers: every statement on a
@@ -177,19 +207,19 @@ thread_local! {
     static GENERATION: Cell<u64> = const { Cell::new(0) };
 }
 
-fn remembered(user: pg_sys::Oid, privileges: &[String]) -> Option<Vec<String>> {
+fn remembered(user: pg_sys::Oid, privileges: &[&str]) -> Option<Vec<String>> {
     REMEMBERED.with(|r| {
-        r.try_borrow().ok()?.iter().find(|e| e.user == user && e.privileges == privileges).map(|e| e.spaces.clone())
+        r.try_borrow().ok()?.iter().find(|e| e.user == user && e.privileges.iter().eq(privileges)).map(|e| e.spaces.clone())
     })
 }
 
-fn remember(user: pg_sys::Oid, privileges: &[String], spaces: &[String]) {
+fn remember(user: pg_sys::Oid, privileges: &[&str], spaces: &[String]) {
     REMEMBERED.with(|r| {
         if let Ok(mut r) = r.try_borrow_mut() {
             if r.len() >= MAX_REMEMBERED {
                 r.clear();
             }
-            r.push(Remembered { user, privileges: privileges.to_vec(), spaces: spaces.to_vec() });
+            r.push(Remembered { user, privileges: privileges.iter().map(|p| p.to_string()).collect(), spaces: spaces.to_vec() });
         }
     });
 }
@@ -258,37 +288,7 @@ pub fn register() {
 #[no_mangle]
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn kip_grants_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let trigger = (*fcinfo).context as *const pg_sys::TriggerData;
-    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-        pgrx::error!("kip.grants_changed() must be called as a trigger");
-    }
-    pg_sys::CacheInvalidateRelcacheByRelid((*(*trigger).tg_relation).rd_id);
-    pg_sys::Datum::from(0usize)
-}
-
-/// Every grant, for a superuser, who has every role's privileges.
-fn all_grants(snapshot: GrantSnapshot) -> Result<Vec<(String, String, String)>, KipError> {
-    match snapshot {
-        GrantSnapshot::Caller => grants(None),
-        GrantSnapshot::Latest => {
-            let rows = spi::lookup_in_latest_snapshot(ALL_GRANTS, &[])?;
-            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-            Ok(rows.iter().map(|r| (text(&r[0]), text(&r[1]), text(&r[2]))).collect())
-        }
-    }
-}
-
-/// `(space, role, privilege)` of the grants to `roles`.
-fn grants_of(roles: Vec<String>, snapshot: GrantSnapshot) -> Result<Vec<(String, String, String)>, KipError> {
-    const OF_ROLES: &str = "SELECT g.space, g.role::pg_catalog.text, g.privilege FROM kip.space_grants g \
-                            WHERE g.role OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.name[])";
-    let params = [spi::SqlParam::TextArray(roles)];
-    let rows = match snapshot {
-        GrantSnapshot::Caller => spi::lookup_in_caller_snapshot(OF_ROLES, &params)?,
-        GrantSnapshot::Latest => spi::lookup_in_latest_snapshot(OF_ROLES, &params)?,
-    };
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    Ok(rows.iter().map(|r| (text(&r[0]), text(&r[1]), text(&r[2]))).collect())
+    crate::exec::invalidate_trigger_table(fcinfo, "kip.grants_changed")
 }
 
 /// A role's name; `None` for a role dropped meanwhile.
@@ -344,13 +344,17 @@ unsafe fn member_roles(user: pg_sys::Oid) -> Vec<pg_sys::Oid> {
     roles
 }
 
-/// The privileges each policy function asks [`granted_spaces`] about, in
-/// the order `kip.administered_spaces()`, `kip.writable_spaces()` and
+/// The privilege levels, strongest first, and the privileges each policy
+/// function asks [`granted_spaces`] about for it, in the order
+/// `kip.administered_spaces()`, `kip.writable_spaces()` and
 /// `kip.readable_spaces()` pass them (the memo's key).
-const LEVELS: [(&str, &[&str]); 3] = [("admin", &["admin"]), ("write", &["write", "admin"]), ("read", &["read", "write", "admin"])];
+const LEVELS: [&str; 3] = ["admin", "write", "read"];
+const LEVEL_PRIVILEGES: [&[&str]; 3] = [&["admin"], &["write", "admin"], &["read", "write", "admin"]];
 
-fn level_privileges(privileges: &[&str]) -> Vec<String> {
-    privileges.iter().map(|p| p.to_string()).collect()
+/// The strongest level whose answer in `levels` (one per [`LEVELS`])
+/// holds `space`.
+fn strongest(levels: &[Vec<String>], space: &str) -> Option<&'static str> {
+    LEVELS.iter().zip(levels).find(|(_, spaces)| spaces.iter().any(|s| s == space)).map(|(level, _)| *level)
 }
 
 fn per_transaction_snapshot() -> bool {
@@ -365,54 +369,27 @@ pub fn remembered_privilege(space: &str) -> Option<Option<&'static str>> {
     if per_transaction_snapshot() {
         return None;
     }
-    // SAFETY: as in `granted_spaces`.
-    let user = unsafe {
-        pg_sys::AcceptInvalidationMessages();
-        pg_sys::GetUserId()
-    };
-    let mut held = None;
-    for (level, privileges) in LEVELS {
-        let spaces = remembered(user, &level_privileges(privileges))?;
-        if held.is_none() && spaces.iter().any(|s| s == space) {
-            held = Some(level);
-        }
-    }
-    Some(held)
+    // SAFETY: reads the session's user.
+    let user = unsafe { pg_sys::GetUserId() };
+    Some(strongest(&remembered_answers(user, &LEVEL_PRIVILEGES)?, space))
 }
 
 /// The strongest privilege the current role holds on `space` through its
-/// grants (`"admin"`, `"write"` or `"read"`), not counting `kip_admin`.
-/// Under READ COMMITTED from [`granted_spaces`]' answers, which later calls
-/// and statements then find remembered; otherwise (or before the memo's
-/// trigger exists) one query on the space's grants.
+/// grants (`"admin"`, `"write"` or `"read"`), not counting `kip_admin`:
+/// from the answers of every level, remembered or read together (and then
+/// remembered for later calls and statements); where nothing is remembered,
+/// from the space's grants on a fresh snapshot.
 pub fn granted_privilege(space: &str) -> Result<Option<&'static str>, KipError> {
-    if !per_transaction_snapshot() && watched()?.trigger {
-        for (level, privileges) in LEVELS {
-            if granted_spaces(&level_privileges(privileges))?.iter().any(|s| s == space) {
-                return Ok(Some(level));
-            }
+    // SAFETY: reads the session's user.
+    let user = unsafe { pg_sys::GetUserId() };
+    let levels = match answers(user, &LEVEL_PRIVILEGES)? {
+        Some(levels) => levels,
+        None => {
+            let grants = read_grants(GRANTS_ON_SPACE, &[spi::SqlParam::Text(space.to_string())], GrantSnapshot::Fresh)?;
+            LEVEL_PRIVILEGES.iter().map(|privileges| spaces_with(&grants, privileges)).collect()
         }
-        return Ok(None);
-    }
-    let mut best: Option<&'static str> = None;
-    let rank = |p: Option<&str>| match p {
-        Some("admin") => 3,
-        Some("write") => 2,
-        Some("read") => 1,
-        _ => 0,
     };
-    for (_, role, privilege) in grants(Some(space))? {
-        let privilege = match privilege.as_str() {
-            "admin" => "admin",
-            "write" => "write",
-            "read" => "read",
-            _ => continue,
-        };
-        if rank(Some(privilege)) > rank(best) && holds_role(&role) {
-            best = Some(privilege);
-        }
-    }
-    Ok(best)
+    Ok(strongest(&levels, space))
 }
 
 /// `kip.is_admin()`.
@@ -433,6 +410,7 @@ pub unsafe extern "C-unwind" fn kip_granted_spaces(fcinfo: pg_sys::FunctionCallI
     } else {
         <Vec<Option<String>> as pgrx::FromDatum>::from_datum(arg.value, false).unwrap_or_default().into_iter().flatten().collect()
     };
+    let privileges: Vec<&str> = privileges.iter().map(String::as_str).collect();
     match granted_spaces(&privileges) {
         Ok(spaces) => spaces.into_datum().unwrap_or(pg_sys::Datum::from(0usize)),
         Err(e) => pgrx::error!("kip: {}", e.message),

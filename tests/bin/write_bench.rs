@@ -142,12 +142,11 @@ fn main() {
     let (elapsed, mut latencies) = write(&mut c, first, count);
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p) as usize];
-    let embedded = match (vectors, as_writer) {
-        (true, true) => ", the concepts they name embedded; as a kip_writer role",
-        (true, false) => ", the concepts they name embedded",
-        (false, true) => "; as a kip_writer role",
-        (false, false) => "",
-    };
+    let embedded = format!(
+        "{}{}",
+        if vectors { ", the concepts they name embedded" } else { "" },
+        if as_writer { "; as a kip_writer role" } else { "" }
+    );
     println!(
         "write benchmark: {count} Event capsules (3 concept blocks, 5 attributes, 3 links each{embedded}), 1 client, one commit per capsule (synchronous_commit {commit}), space {space}"
     );
