@@ -143,6 +143,7 @@ pub fn lookup_in_caller_snapshot(sql: &str, params: &[SqlParam]) -> Result<Rows,
 /// earlier statements, and can be taken while a statement runs (a policy's
 /// function), where [`lookup`]'s fresh snapshot would start a new command
 /// under it. For the grants a backend remembers (`governance::privileges`).
+/// Not inside a parallel query, where Postgres takes no new snapshot.
 pub fn lookup_in_latest_snapshot(sql: &str, params: &[SqlParam]) -> Result<Rows, KipError> {
     Spi::connect(|_client| unsafe {
         run_plan_on(sql, params, Access::ReadOnly, Planning::Generic, Snapshot::Latest)?;

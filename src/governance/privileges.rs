@@ -135,7 +135,11 @@ fn answers(user: pg_sys::Oid, sets: &[&[&str]]) -> Result<Option<Vec<Vec<String>
     if let Some(found) = remembered_answers(user, sets) {
         return Ok(Some(found));
     }
-    if !watched()?.trigger {
+    // A policy's function may run inside a parallel query (it is PARALLEL
+    // SAFE), where no new snapshot may be taken: it reads on the query's
+    // snapshot and remembers nothing.
+    // SAFETY: reads the transaction state.
+    if unsafe { pg_sys::IsInParallelMode() } || !watched()?.trigger {
         return Ok(None);
     }
     let generation = GENERATION.with(Cell::get);
@@ -179,7 +183,8 @@ fn remembered_answers(user: pg_sys::Oid, sets: &[&[&str]]) -> Option<Vec<Vec<Str
 ///
 /// A remembered answer is read on a snapshot taken at the time (it must hold
 /// for later statements), and is not kept when an invalidation arrived
-/// during the read. Under REPEATABLE READ and SERIALIZABLE a policy reads
+/// during the read; inside a parallel query, where no snapshot may be
+/// taken, a missing answer is read on the query's snapshot and not kept. Under REPEATABLE READ and SERIALIZABLE a policy reads
 /// the grants on the transaction's snapshot, as the SQL definition did, and
 /// nothing is remembered; nor until the trigger is in place (a database whose
 /// schema predates it, before `ALTER EXTENSION kip UPDATE`).
