@@ -330,7 +330,7 @@ BEGIN
             'Pass a limit between 1 and 10000.');
     END IF;
     SELECT jsonb_build_object(
-               'id', id, 'space', min(v.space), 'kind', ref.kind,
+               'id', id, 'space', (array_agg(v.space ORDER BY v.hid DESC))[1], 'kind', ref.kind,
                'versions', jsonb_agg(jsonb_build_object(
                    'version', v.version, 'operation', v.operation, 'changed_at', v.changed_at,
                    'role', v.role, 'application_name', v.application_name, 'command_hash', v.command_hash,
@@ -371,6 +371,7 @@ DECLARE
     frontier bigint[];
     round_ids bigint[];
     exists_now boolean;
+    moved_to text;
 BEGIN
     SELECT * INTO ref FROM kip.parse_element_ref(id);
     SELECT h.space, h.after, h.version INTO target
@@ -378,9 +379,12 @@ BEGIN
     WHERE h.element_id = ref.element_id AND h.kind = ref.kind AND h.version = version
       AND h.operation IN ('insert', 'update')
     ORDER BY h.id DESC LIMIT 1;
+    -- The element's changes in the space of that version: an element is
+    -- only ever reverted within one space, so a version's content never
+    -- reaches another space's row.
     SELECT h.space, h.version, h.operation, h.xact_id INTO last
     FROM kip.history h
-    WHERE h.element_id = ref.element_id AND h.kind = ref.kind
+    WHERE h.element_id = ref.element_id AND h.kind = ref.kind AND (target.space IS NULL OR h.space = target.space)
     ORDER BY h.id DESC LIMIT 1;
     IF last IS NULL THEN
         PERFORM kip.raise_kip('KIP_3002', format('no history for %s', id),
@@ -419,16 +423,22 @@ BEGIN
             PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: its endpoint P:%s no longer exists', id, version, missing),
                 format('Revert P:%s first (kip_history(''P:%s'') lists its versions).', missing, missing));
         END IF;
-        exists_now := EXISTS (SELECT 1 FROM kip.propositions p WHERE p.id = ref.element_id);
+        exists_now := EXISTS (SELECT 1 FROM kip.propositions p WHERE p.id = ref.element_id AND p.space = sp);
+        moved_to := (SELECT p.space FROM kip.propositions p WHERE p.id = ref.element_id AND p.space <> sp);
     ELSE
-        exists_now := EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = ref.element_id);
+        exists_now := EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = ref.element_id AND c.space = sp);
+        moved_to := (SELECT c.space FROM kip.concepts c WHERE c.id = ref.element_id AND c.space <> sp);
+    END IF;
+    IF moved_to IS NOT NULL THEN
+        PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s of memory space %L: the element is now in memory space %L', id, version, sp, moved_to),
+            format('Revert it to a version it had in %L (kip_history(%L) lists them), or move it back first.', moved_to, id));
     END IF;
 
     BEGIN
         IF ref.kind = 'concept' AND exists_now THEN
             UPDATE kip.concepts c
             SET type = img ->> 'type', name = img ->> 'name', attributes = img -> 'attributes', metadata = img -> 'metadata'
-            WHERE c.id = ref.element_id
+            WHERE c.id = ref.element_id AND c.space = sp
             RETURNING c.version INTO new_version;
         ELSIF ref.kind = 'concept' THEN
             INSERT INTO kip.concepts (id, space, type, name, attributes, metadata, version, created_at)
@@ -441,7 +451,7 @@ BEGIN
                 predicate = img ->> 'predicate',
                 object_concept = (img ->> 'object_concept')::bigint, object_link = (img ->> 'object_link')::bigint,
                 attributes = img -> 'attributes', metadata = img -> 'metadata'
-            WHERE p.id = ref.element_id
+            WHERE p.id = ref.element_id AND p.space = sp
             RETURNING p.version INTO new_version;
         ELSE
             INSERT INTO kip.propositions (id, space, subject_concept, subject_link, predicate, object_concept, object_link,

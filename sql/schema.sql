@@ -46,9 +46,16 @@ ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed;
 
 CREATE SEQUENCE kip.element_id_seq AS bigint;
 COMMENT ON SEQUENCE kip.element_id_seq IS 'Shared id sequence of concepts and propositions';
+-- Element ids are kip's to issue (src/governance/element_ids.rs): the ids'
+-- default is nextval of that sequence, remembered by the backend, and the
+-- element_id triggers below refuse a row inserted with an id its writer
+-- chose, unless it restores an element deleted from the same space.
+CREATE FUNCTION kip.issue_element_id() RETURNS bigint
+    LANGUAGE c VOLATILE PARALLEL UNSAFE AS 'MODULE_PATHNAME', 'kip_issue_element_id';
+COMMENT ON FUNCTION kip.issue_element_id() IS 'A new element id from kip.element_id_seq (kip internal: the default of the element ids)';
 
 CREATE TABLE kip.concepts (
-    id          bigint PRIMARY KEY DEFAULT nextval('kip.element_id_seq'),
+    id          bigint PRIMARY KEY DEFAULT kip.issue_element_id(),
     space       text NOT NULL REFERENCES kip.spaces(name) ON DELETE CASCADE ON UPDATE CASCADE,
     type        text NOT NULL CONSTRAINT concept_type_nonempty CHECK (type <> ''),
     name        text NOT NULL,
@@ -77,7 +84,7 @@ CREATE TABLE kip.concepts (
 COMMENT ON TABLE kip.concepts IS 'KIP concept nodes; external id C:<id>';
 
 CREATE TABLE kip.propositions (
-    id              bigint PRIMARY KEY DEFAULT nextval('kip.element_id_seq'),
+    id              bigint PRIMARY KEY DEFAULT kip.issue_element_id(),
     -- No foreign key of its own to kip.spaces: the subject's composite key
     -- below ties a link to an element of its space, and through it to a
     -- concept, whose key to kip.spaces cascades a drop or a rename to it.
@@ -177,6 +184,16 @@ CREATE TRIGGER concepts_touch BEFORE UPDATE ON kip.concepts
     FOR EACH ROW EXECUTE FUNCTION kip.touch_concept();
 CREATE TRIGGER propositions_touch BEFORE UPDATE ON kip.propositions
     FOR EACH ROW EXECUTE FUNCTION kip.touch_proposition();
+
+-- A row keeps the id kip issued it: no writer chooses one (a superuser and a
+-- restore with row_security off, such as pg_restore, excepted), and an
+-- update never changes it (the touch functions).
+CREATE FUNCTION kip.check_element_id() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'kip_check_element_id';
+CREATE TRIGGER concepts_element_id BEFORE INSERT ON kip.concepts
+    FOR EACH ROW EXECUTE FUNCTION kip.check_element_id('concept');
+CREATE TRIGGER propositions_element_id BEFORE INSERT ON kip.propositions
+    FOR EACH ROW EXECUTE FUNCTION kip.check_element_id('proposition');
 
 -- External ids.
 -- Each backend remembers the registered types and predicates of a space

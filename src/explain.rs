@@ -44,6 +44,9 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
             .with_hint("Pass a FIND(…) WHERE { … } command."));
     };
     let space = crate::space::current()?;
+    // The same refusal as kip_execute's: a plan's row counts (and, with
+    // ANALYZE, its run) would tell about a space the caller may not read.
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Read)?;
     let facts = resolve::find_facts(&space, &q.where_clauses)?;
     let env = Env { space: space.name(), limits: resolve::limits(), facts: &facts };
     let limit = engine::find::page_size(opt_lit(&q.limit)?);

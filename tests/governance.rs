@@ -221,6 +221,84 @@ fn a_writer_is_confined_to_its_space() {
     drop_role(&mut admin, &writer);
 }
 
+/// Element ids are kip's: a writer cannot choose or change one, so it can
+/// neither take the id of an element deleted from a space it cannot read
+/// nor squat ids ahead of the sequence, nor pass its plain SQL off as a KIP
+/// command in the history. A revert writes only the space of its version.
+#[test]
+fn element_ids_and_command_hashes_are_kips() {
+    let mut admin = superuser();
+    let secret = seeded_space(&mut admin, "gov_ids_secret");
+    let own = unique_space("gov_ids_own");
+    let writer = login_role(&mut admin, "idwriter", "kip_writer");
+    assert!(grant(&mut admin, &own, &writer, "write"));
+    let mut w = connect_as(&writer, DB);
+    ok(kip_in(&mut w, &own, r#"UPSERT { CONCEPT ?z { {type: "Person", name: "Zed"} SET ATTRIBUTES { person_class: "Human" } } }"#));
+    let ana = concept_id(&mut admin, &secret, "Ana");
+    ok(kip_in(&mut admin, &secret, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Ana"} }"#));
+
+    // The deleted secret element's id, ids ahead of the sequence, any id.
+    let insert = "INSERT INTO kip.concepts (id, space, type, name) VALUES ($1, $2, 'Person', 'Bait')";
+    let e = sql_error(w.execute(insert, &[&ana, &own]));
+    assert!(e.contains("element ids are issued by kip"), "{e}");
+    let next: i64 = w.query_one("SELECT nextval('kip.element_id_seq')", &[]).unwrap().get(0);
+    let e = sql_error(w.execute(insert, &[&(next + 5), &own]));
+    assert!(e.contains("element ids are issued by kip"), "{e}");
+    let e = sql_error(w.execute(
+        "INSERT INTO kip.propositions (id, space, subject_concept, predicate, object_concept) \
+         SELECT $1, space, id, 'knows', id FROM kip.concepts WHERE space = $2 AND name = 'Zed'",
+        &[&(next + 6), &own],
+    ));
+    assert!(e.contains("element ids are issued by kip"), "{e}");
+    // Nor is an id changed.
+    let e = sql_error(w.execute("UPDATE kip.concepts SET id = id + 1000000 WHERE space = $1 AND name = 'Zed'", &[&own]));
+    assert!(e.contains("id cannot be changed"), "{e}");
+    // Rows without an id get theirs, one or many per statement.
+    let n = w
+        .execute("INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Person', 'p' || g FROM generate_series(1, 5) g", &[&own])
+        .unwrap();
+    assert_eq!(n, 5);
+
+    // The command hash: KIP's changes carry it, plain SQL cannot claim one.
+    // The setting the hash once travelled in (refused, or set and ignored).
+    let _ = w.batch_execute("SET kip.command_hash = 'deadbeef'");
+    w.execute("INSERT INTO kip.concepts (space, type, name) VALUES ($1, 'Person', 'Forged')", &[&own]).unwrap();
+    let forged = concept_id(&mut admin, &own, "Forged");
+    assert_eq!(history_rows(&mut admin, forged)[0].2, None, "plain SQL has no command hash");
+    ok(kip_in(&mut w, &own, r#"UPSERT { CONCEPT ?z { {type: "Person", name: "Kip"} } }"#));
+    let kip_made = concept_id(&mut admin, &own, "Kip");
+    assert_eq!(history_rows(&mut admin, kip_made)[0].2.as_deref().map(str::len), Some(64));
+
+    // A writer restores its own deleted element under its id.
+    ok(kip_in(&mut w, &own, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Kip"} }"#));
+    let r: Value = w.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{kip_made}")]).unwrap().get(0);
+    assert_eq!(r["version"], json!(2), "{r}");
+    assert_eq!(concept_id(&mut admin, &own, "Kip"), kip_made);
+
+    // A row that took a deleted element's id in another space (a superuser
+    // may insert any id; so could a writer before ids were kip's) does not
+    // receive that element's content when an admin reverts it.
+    // (Its own history starts at version 50, so version 1 names the secret
+    // element's.)
+    admin
+        .execute("INSERT INTO kip.concepts (id, space, type, name, version) VALUES ($1, $2, 'Person', 'Bait', 50)", &[&ana, &own])
+        .unwrap();
+    let e = sql_error(admin.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]));
+    assert!(e.starts_with("KIP_3003"), "{e}");
+    let bait: (String, String, Value) = {
+        let r = admin.query_one("SELECT space, name, attributes FROM kip.concepts WHERE id = $1", &[&ana]).unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    };
+    assert_eq!(bait, (own.clone(), "Bait".to_string(), json!({})));
+
+    // kip_explain refuses a space the caller cannot read, as kip_execute does.
+    w.execute("SELECT set_config('kip.space', $1, false)", &[&secret]).unwrap();
+    let plan: String = w.query_one("SELECT kip_explain('FIND(?p) WHERE { ?p {type: \"Person\"} }', '{}', true)", &[]).unwrap().get(0);
+    assert!(plan.starts_with("KIP_3004"), "{plan}");
+    drop(w);
+    drop_role(&mut admin, &writer);
+}
+
 /// A role in none of kip's group roles (so without even USAGE on schema
 /// `kip`) gets `KIP_3004` naming what it lacks, not an internal error.
 #[test]

@@ -94,6 +94,22 @@ fn size_limits_name_the_limit() {
     let deep_request = format!(r#"{{"command": "DESCRIBE PRIMER", "parameters": {{"x": {deep}}}}}"#);
     let out: Value = c.query_one("SELECT kip_execute($1::text::jsonb)", &[&deep_request]).unwrap().get(0);
     assert_eq!(err_code(&out), "KIP_1001", "{out}");
+    // A number beyond a double's range is refused, as the same literal in
+    // the command text is; it was read as null (stored, or matched as null).
+    for params in [r#"{"v": 1e400}"#, r#"{"v": [1, -1e309]}"#, r#"{"v": {"x": 123e999}}"#] {
+        let out: Value = c
+            .query_one(
+                "SELECT kip_execute('UPSERT { CONCEPT ?d { {type: \"Drug\", name: \"Big\"} SET ATTRIBUTES { dose: :v } } }', $1::text::jsonb)",
+                &[&params],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(err_code(&out), "KIP_1001", "{params}: {out}");
+        assert!(message(&out).contains("out of range"), "{out}");
+    }
+    let request = r#"{"command": "FIND(?d) WHERE { ?d {type: \"Drug\"} FILTER(?d.attributes.dose == :v) }", "parameters": {"v": 1e400}}"#;
+    let out: Value = c.query_one("SELECT kip_execute($1::text::jsonb)", &[&request]).unwrap().get(0);
+    assert_eq!(err_code(&out), "KIP_1001", "{out}");
     // A name over the index-key limit.
     let long = "n".repeat(5000);
     let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, json!({"n": long}));

@@ -22,7 +22,8 @@ use serde_json::Value;
 /// How deep a JSON parameter may nest: serde_json's recursion limit.
 pub const MAX_JSON_DEPTH: usize = 128;
 
-/// A `jsonb` argument: its value, or the text of one too deep to read.
+/// A `jsonb` argument: its value, or the text of one too deep to read (or
+/// holding a number beyond a double's range).
 pub enum JsonbArg {
     Value(Value),
     Text(String),
@@ -36,13 +37,19 @@ impl JsonbArg {
             JsonbArg::Text(t) => t,
         };
         serde_json::from_str(&text).map_err(|e| {
-            let message = if e.to_string().contains("recursion limit") {
-                format!("{what} nest deeper than {MAX_JSON_DEPTH} levels")
+            let reason = e.to_string();
+            if reason.contains("recursion limit") {
+                KipError::new(ErrorCode::InvalidSyntax, format!("{what} nest deeper than {MAX_JSON_DEPTH} levels"))
+                    .with_hint(format!("Flatten the value: JSON parameters may nest at most {MAX_JSON_DEPTH} levels deep."))
+            } else if reason.contains("number out of range") {
+                // jsonb holds any numeric; KIP values are JSON numbers, a
+                // double at most (a literal that large is refused alike).
+                KipError::new(ErrorCode::InvalidSyntax, format!("{what} hold a number out of range ({reason})"))
+                    .with_hint("KIP numbers are doubles (about ±1.8e308): pass a larger number as a string.")
             } else {
-                format!("{what} could not be read as JSON: {e}")
-            };
-            KipError::new(ErrorCode::InvalidSyntax, message)
-                .with_hint(format!("Flatten the value: JSON parameters may nest at most {MAX_JSON_DEPTH} levels deep."))
+                KipError::new(ErrorCode::InvalidSyntax, format!("{what} could not be read as JSON: {e}"))
+                    .with_hint(format!("Flatten the value: JSON parameters may nest at most {MAX_JSON_DEPTH} levels deep."))
+            }
         })
     }
 }

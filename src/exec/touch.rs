@@ -7,6 +7,7 @@
 //! attributes, metadata) bumps the version by one and stamps `updated_at`
 //! with the clock; one that changes nothing else leaves both as they were.
 //! A writer cannot set any of the three: the old values are put back.
+//! Nor can an update change the element's id (see `governance::element_ids`).
 //! Content is compared column by column with each type's equality operator,
 //! as `IS DISTINCT FROM` does (so `{"x": 1.0}` written over `{"x": 1}` is no
 //! change, as jsonb equality says), never the vector or the tsvector.
@@ -100,6 +101,17 @@ unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr])
     let old = (*trigger).tg_trigtuple;
     let new = (*trigger).tg_newtuple;
     let changed = content.iter().any(|c| differs(desc, old, new, column(desc, c)));
+    // Ids are kip's to issue (governance/element_ids.rs): an update moves
+    // no element to another id, except a superuser's or a restore's
+    // (`row_security` off).
+    if changed && differs(desc, old, new, column(desc, c"id")) && !pg_sys::superuser() && pg_sys::row_security {
+        pgrx::ereport!(
+            pgrx::PgLogLevel::ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "kip: an element's id cannot be changed",
+            "Ids are issued by kip once and name the element in its history and its external id (C:<n>, P:<n>)."
+        );
+    }
 
     let version = typed_column(desc, c"version", pg_sys::INT4OID);
     let created_at = typed_column(desc, c"created_at", pg_sys::TIMESTAMPTZOID);

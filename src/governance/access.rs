@@ -48,7 +48,7 @@ fn governed() -> Result<bool, KipError> {
         return Ok(true);
     }
     let v = spi::query_scalar(
-        "SELECT to_regprocedure('kip.space_access(text)') IS NOT NULL",
+        "SELECT to_regprocedure('kip.space_access(pg_catalog.text)') IS NOT NULL",
         &[],
         Access::ReadOnly,
     )?;

@@ -17,30 +17,38 @@ fn kip_history_enabled() -> bool {
     super::settings::HISTORY.get()
 }
 
+thread_local! {
+    /// The hash of the KIP command running, and the (local) transaction it
+    /// runs in.
+    static COMMAND: std::cell::RefCell<Option<(String, u32)>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Tag the changes of the KIP command about to run with its hash (sha256 of
-/// the command text, hex), or clear the tag (`None`) once it finished. The
-/// setting is transaction-local, as `set_config(…, true)` makes it; cleared
-/// after each command, so plain SQL later in the same transaction is not
-/// attributed to it. Set through the GUC machinery directly: as two SQL
-/// statements per KML command it cost a write about 0.05 ms.
+/// the command text, hex), or clear the tag (`None`) once it finished, so
+/// plain SQL later in the same transaction is not attributed to it. Kept in
+/// the backend's memory, not in a setting: a setting is the session's to
+/// change, and plain SQL could then pass its changes off as a KIP
+/// command's. The tag holds only in the transaction that set it.
 pub fn tag_command(command: Option<&str>) {
-    let value = command.map(command_hash).unwrap_or_default();
-    let Ok(value) = std::ffi::CString::new(value) else { return };
-    // The same call as SQL's set_config(name, value, true) for a user
-    // setting; it raises an ERROR only where set_config would (e.g. inside
-    // a parallel worker, where kip never writes).
-    unsafe {
-        pg_sys::set_config_option(
-            c"kip.command_hash".as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_LOCAL,
-            true,
-            0,
-            false,
-        );
-    }
+    let tag = command.map(|c| (command_hash(c), local_transaction()));
+    COMMAND.with(|slot| *slot.borrow_mut() = tag);
+}
+
+/// The hash of the KIP command whose changes are being recorded, if one is
+/// running in this transaction.
+pub(super) fn running_command_hash() -> Option<String> {
+    COMMAND.with(|slot| match &*slot.borrow() {
+        Some((hash, transaction)) if *transaction == local_transaction() => Some(hash.clone()),
+        _ => None,
+    })
+}
+
+/// This backend's local transaction id: a tag left by a transaction that
+/// ended without clearing it (an error that escaped the command) never
+/// applies to the next one.
+fn local_transaction() -> u32 {
+    // SAFETY: MyProc is this backend's own PGPROC, set for its lifetime.
+    unsafe { (*pg_sys::MyProc).lxid }
 }
 
 /// sha256 of the command text, lowercase hex: what

@@ -131,7 +131,7 @@ unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum 
     let changed_at = pg_sys::GetCurrentTimestamp();
     let role = CString::new(acting_role()).unwrap_or_default();
     let app = setting(c"application_name").and_then(|s| CString::new(s).ok());
-    let command = setting(c"kip.command_hash").and_then(|s| CString::new(s).ok());
+    let command = super::history::running_command_hash().and_then(|s| CString::new(s).ok());
     let role_name = pgrx::direct_function_call_as_datum(pg_sys::namein, &[Some(pg_sys::Datum::from(role.as_ptr()))]);
     let text = |s: &Option<CString>| s.as_ref().map(|c| pg_sys::Datum::from(pg_sys::cstring_to_text(c.as_ptr())));
     let params = [Some(pg_sys::Datum::from(changed_at)), role_name, text(&app), text(&command)];

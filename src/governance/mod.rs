@@ -13,6 +13,7 @@
 //! Floor: engine-level helpers (SPI through `exec`); no compile-stage code.
 
 pub mod access;
+mod element_ids;
 pub mod history;
 pub mod privileges;
 mod history_trigger;

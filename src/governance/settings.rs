@@ -4,7 +4,6 @@
 //! |-------------------------|-----------|-----------|------------------------------------------------------|
 //! | `kip.history`           | `on`      | superuser | record every change of an element in `kip.history`   |
 //! | `kip.history_retention` | `90 days` | superuser | history older than this is pruned by the worker; empty or `0` keeps it forever |
-//! | `kip.command_hash`      | (empty)   | internal use | sha256 of the KIP command being executed, set by kip_execute for the history triggers |
 //!
 //! `kip.history` and `kip.history_retention` are superuser settings: a role
 //! that writes memory cannot switch off or shorten its own audit trail.
@@ -14,7 +13,6 @@ use std::ffi::CString;
 
 pub static HISTORY: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static RETENTION: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"90 days"));
-pub static COMMAND_HASH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 pub fn register() {
     GucRegistry::define_bool_guc(
@@ -31,14 +29,6 @@ pub fn register() {
         c"The background worker deletes older changes in bounded batches after each maintenance cycle.",
         &RETENTION,
         GucContext::Suset,
-        GucFlags::default(),
-    );
-    GucRegistry::define_string_guc(
-        c"kip.command_hash",
-        c"sha256 of the KIP command text kip_execute is running (set by kip for the history).",
-        c"",
-        &COMMAND_HASH,
-        GucContext::Userset,
         GucFlags::default(),
     );
 }

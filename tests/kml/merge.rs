@@ -48,6 +48,30 @@ fn repointed_links_keep_their_ids_and_higher_order_references() {
 }
 
 #[test]
+fn links_about_two_colliding_links_collapse_as_well() {
+    // A and B both treat S, and each has a statement about its own link.
+    // Merging A into B drops A→S onto B→S; the statement about A→S then
+    // says what the statement about B→S says and is deduplicated too, by
+    // the recursive move, before the outer loop reaches it.
+    let mut c = medical("mrg");
+    run(
+        &mut c,
+        r#"UPSERT { CONCEPT ?p { {type: "$PropositionType", name: "about"} SET ATTRIBUTES { description: "A note about a link" } }
+                    CONCEPT ?a { {type: "Drug", name: "A"} } CONCEPT ?b { {type: "Drug", name: "B"} } CONCEPT ?s { {type: "Symptom", name: "S"} }
+                    PROPOSITION ?l1 { (?a, "treats", ?s) } PROPOSITION ?l2 { (?b, "treats", ?s) }
+                    PROPOSITION ?h { (?a, "about", ?l1) } PROPOSITION ?g { (?b, "about", ?l2) } }"#,
+    );
+    let b_link = link_id(&mut c, "B", "S");
+    let out = run(&mut c, &merge("A", "B"));
+    // Deduplicated: A→S (onto B→S), then (A, about, A→S), which the
+    // recursive move repointed to (A, about, B→S) and the merge then found
+    // equal to (B, about, B→S). It failed on the unique key before.
+    assert_eq!(out, json!({"merged": true, "links_repointed": 1, "links_deduplicated": 2, "attributes_filled": 0}));
+    let notes = run(&mut c, r#"FIND(?o.id) WHERE { ({type: "Drug", name: "B"}, "about", ?o) }"#);
+    assert_eq!(notes, json!([b_link]));
+}
+
+#[test]
 fn provenance_chains_and_replays_say_already_merged() {
     let mut c = medical("mrg");
     run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET ATTRIBUTES { aliases: ["a1"] } } CONCEPT ?b { {type: "Drug", name: "B"} } CONCEPT ?x { {type: "Drug", name: "C"} } }"#);

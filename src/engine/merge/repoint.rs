@@ -37,15 +37,26 @@ fn links_referencing(space: &Space, element: i64) -> Result<Vec<Link>, KipError>
         &[space.param(), SqlParam::Int(element)],
         Access::ReadWrite,
     )?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Link {
-            id: r.first().and_then(Value::as_i64).unwrap_or_default(),
-            subject: r.get(1).and_then(Value::as_i64).unwrap_or_default(),
-            predicate: r.get(2).and_then(Value::as_str).unwrap_or_default().to_string(),
-            object: r.get(3).and_then(Value::as_i64).unwrap_or_default(),
-        })
-        .collect())
+    Ok(rows.iter().map(|r| link_of(r)).collect())
+}
+
+/// Link `id` as it is now; `None` once it was removed.
+fn link_by_id(space: &Space, id: i64) -> Result<Option<Link>, KipError> {
+    let rows = spi::query(
+        "SELECT id, subject, predicate, object FROM kip.propositions WHERE space = $1 AND id = $2",
+        &[space.param(), SqlParam::Int(id)],
+        Access::ReadWrite,
+    )?;
+    Ok(rows.first().map(|r| link_of(r)))
+}
+
+fn link_of(r: &[Value]) -> Link {
+    Link {
+        id: r.first().and_then(Value::as_i64).unwrap_or_default(),
+        subject: r.get(1).and_then(Value::as_i64).unwrap_or_default(),
+        predicate: r.get(2).and_then(Value::as_str).unwrap_or_default().to_string(),
+        object: r.get(3).and_then(Value::as_i64).unwrap_or_default(),
+    }
 }
 
 fn existing(space: &Space, subject: i64, predicate: &str, object: i64) -> Result<Option<i64>, KipError> {
@@ -59,7 +70,19 @@ fn existing(space: &Space, subject: i64, predicate: &str, object: i64) -> Result
 
 /// Move every link of `from` onto `to`.
 pub fn repoint(space: &Space, from: ElementRef, to: ElementRef, counts: &mut Counts) -> Result<(), KipError> {
-    for link in links_referencing(space, from.id)? {
+    // A duplicate's links move onto its survivor by a recursive call, which
+    // may move or remove links of this list too (a link about the duplicate
+    // that also references `from`): after one, each link is read again.
+    let mut recursed = false;
+    for listed in links_referencing(space, from.id)? {
+        let link = if recursed {
+            match link_by_id(space, listed.id)? {
+                Some(link) if link.subject == from.id || link.object == from.id => link,
+                _ => continue,
+            }
+        } else {
+            listed
+        };
         let subject = if link.subject == from.id { to.id } else { link.subject };
         let object = if link.object == from.id { to.id } else { link.object };
         if subject == object {
@@ -71,6 +94,7 @@ pub fn repoint(space: &Space, from: ElementRef, to: ElementRef, counts: &mut Cou
             Some(survivor) if survivor != link.id => {
                 fill_survivor(space, survivor, link.id)?;
                 repoint(space, ElementRef::proposition(link.id), ElementRef::proposition(survivor), counts)?;
+                recursed = true;
                 delete_link(space, link.id)?;
                 counts.deduplicated += 1;
             }

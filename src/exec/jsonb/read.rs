@@ -18,7 +18,8 @@ enum Frame {
 }
 
 /// The value of a jsonb datum, or `None` when it nests deeper than
-/// serde's limit.
+/// serde's limit or holds a number beyond a double's range (a caller
+/// reading it as text then reports what it cannot read).
 ///
 /// # Safety
 /// `datum` must be a non-null jsonb datum.
@@ -131,7 +132,7 @@ pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb) -> Option<Value> {
                 }
                 None
             }
-            WJB_VALUE | WJB_ELEM => Some(scalar_of(&v)),
+            WJB_VALUE | WJB_ELEM => Some(scalar_of(&v)?),
             WJB_END_ARRAY => match stack.pop() {
                 Some(Frame::Array { items, raw_scalar: true }) => items.into_iter().next(),
                 Some(Frame::Array { items, .. }) => Some(Value::Array(items)),
@@ -161,8 +162,10 @@ unsafe fn string_of(v: &pg_sys::JsonbValue) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Value {
-    match v.type_ {
+/// A scalar as a JSON value; `None` for a number JSON values cannot hold
+/// (beyond a double's range), which the caller must not mistake for null.
+unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Option<Value> {
+    Some(match v.type_ {
         JBV_NULL => Value::Null,
         JBV_STRING => Value::String(string_of(v)),
         JBV_BOOL => Value::Bool(v.val.boolean),
@@ -171,10 +174,8 @@ unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Value {
                 pg_sys::numeric_out,
                 &[Some(pg_sys::Datum::from(v.val.numeric))],
             );
-            text.and_then(|t| t.to_str().ok().and_then(|s| s.parse::<Number>().ok()))
-                .map(Value::Number)
-                .unwrap_or(Value::Null)
+            Value::Number(text.and_then(|t| t.to_str().ok().and_then(|s| s.parse::<Number>().ok()))?)
         }
-        _ => Value::Null,
-    }
+        _ => return None,
+    })
 }
