@@ -270,10 +270,12 @@ SELECT pg_catalog.pg_extension_config_dump('kip.element_id_seq', '');
 
 -- A random secret of this database's kip installation, created with the
 -- extension (pg_strong_random through gen_random_uuid): the key that
--- authenticates CURSOR tokens, so a token cannot be forged from anything
+-- authenticates CURSOR tokens, so a client cannot forge one from anything
 -- public such as the database oid. Not dumped: a restored database gets a
 -- new secret (old cursors then restart with KIP_1001). The table is closed
--- to PUBLIC; kip reads it through kip.cursor_secret().
+-- to PUBLIC; kip reads it through kip.cursor_secret() as the caller, so a
+-- role that may call kip could mint tokens: they grant nothing beyond a
+-- page of a query the role may run anyway (docs/DESIGN.md §16).
 CREATE TABLE kip.instance_secrets (
     name   text PRIMARY KEY,
     secret bytea NOT NULL CONSTRAINT instance_secret_length CHECK (length(secret) >= 16)
