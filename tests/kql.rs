@@ -215,6 +215,9 @@ fn filter_compares_json_types_strictly() {
     assert_eq!(q(&mut c, r#"?n.name >= "o""#), set(&["str"]));
     assert_eq!(q(&mut c, r#"?n.name < 5"#), set(&[]));
     assert_eq!(q(&mut c, r#"IN(?n.attributes.x, [5, "x", true])"#), set(&["num", "bool"]));
+    // null in the list matches what `== null` matches: absent or null.
+    assert_eq!(q(&mut c, r#"IN(?n.attributes.x, [null, 5])"#), set(&["num", "null", "none"]));
+    assert_eq!(q(&mut c, r#"IN(?n.name, ["str", null])"#), set(&["str"]));
     assert_eq!(q(&mut c, r#"CONTAINS(?n.attributes.tag, "red")"#), set(&["num"]));
     assert_eq!(q(&mut c, r#"STARTS_WITH(?n.name, "n") && ENDS_WITH(?n.name, "e")"#), set(&["none"]));
     assert_eq!(q(&mut c, r#"REGEX(?n.name, "^(num|str)$")"#), set(&["num", "str"]));
@@ -243,6 +246,12 @@ fn aggregation_groups_and_counts_optional_misses_as_zero() {
     assert_eq!(r, json!([["D2", "D1"], [0, 2]]));
     let r = find(&mut c, r#"FIND(SUM(?n.attributes.v), AVG(?n.attributes.v), MIN(?n.attributes.v), MAX(?n.attributes.v), COUNT(DISTINCT ?n.attributes.v)) WHERE { ?n {type: "Node"} }"#);
     assert_eq!(r, json!([4, 2.0, 1, 3, 2]));
+    // Grouped by a predicate variable (RC10 §6.2.2's associative recall):
+    // one count per predicate, not one count over all links.
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?p { {type: "$PropositionType", name: "near"} SET ATTRIBUTES { description: "Close to" } }
+                          CONCEPT ?a { {type: "Node", name: "a"} SET PROPOSITIONS { ("near", {type: "Area", name: "D2"}) ("near", {type: "Node", name: "b"}) } } }"#, json!({})));
+    let r = find(&mut c, r#"FIND(?p, COUNT(?o)) WHERE { ?s {type: "Node", name: "a"} (?s, ?p, ?o) } ORDER BY ?p"#);
+    assert_eq!(r, json!([["in_area", "near"], [1, 2]]));
     let r = find(&mut c, r#"FIND(COUNT(?n)) WHERE { ?n {type: "Node"} FILTER(?n.name == "zzz") }"#);
     assert_eq!(r, json!(0));
     // A named concept that does not exist is not an empty match but KIP_3002.

@@ -406,7 +406,14 @@ fn in_list(cx: &mut Cx, a: Operand, list: Operand) -> Result<String, KipError> {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "IN expects a list of values as its second argument")
             .with_hint("Write IN(?x.attributes.k, [\"a\", \"b\"]) or pass a JSON array parameter."));
     };
-    Ok(match a {
+    // `null` in the list matches what `== null` matches: an absent value, an
+    // unbound OPTIONAL variable, or an explicit null (RC10 §3.4.3).
+    let null_test = match &a {
+        Operand::Lit(_) | Operand::Object(_) => None,
+        other if items.iter().any(Json::is_null) => Some(is_null(other)),
+        _ => None,
+    };
+    let listed = match a {
         Operand::Lit(v) => bool_sql(items.iter().any(|i| compare_values(CompareOp::Eq, &v, i))),
         Operand::Object(_) => return Err(not_comparable("an attributes/metadata path")),
         Operand::Text(t) => {
@@ -425,6 +432,10 @@ fn in_list(cx: &mut Cx, a: Operand, list: Operand) -> Result<String, KipError> {
                 "coalesce(jsonb_typeof({j}) NOT IN ('array', 'object') AND {p} @> jsonb_build_array({j}), false)"
             )
         }
+    };
+    Ok(match null_test {
+        Some(test) => format!("({listed} OR {test})"),
+        None => listed,
     })
 }
 

@@ -22,7 +22,7 @@
 use crate::compile::element::{concept_json, proposition_json};
 use crate::compile::filter::{path_operand, Operand, VarAccess};
 use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, VarKind};
-use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Projection, PropPattern, WhereClause};
+use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Predicate, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
 use std::collections::HashMap;
 
@@ -122,8 +122,16 @@ impl Links {
     }
 }
 
+/// The variables a link pattern ties together: its endpoints', nested
+/// links' included, and its predicate variable (`(?d, ?p, ?o)`: COUNT(?o)
+/// per ?p is the associative-recall idiom of RC10 §6.2.2). Not the link's
+/// own variable (`?l (…)`): a fixture counts a link variable over all
+/// solutions.
 fn endpoint_vars(p: &PropPattern, out: &mut Vec<String>) {
     if let PropPattern::Triple(t) = p {
+        if let Predicate::Var(v) = &t.predicate {
+            out.push(v.clone());
+        }
         for e in [&t.subject, &t.object] {
             match e {
                 Endpoint::Var(v) => out.push(v.clone()),
