@@ -99,6 +99,17 @@ fn dry_run_validates_without_executing() {
     assert_eq!(err_code(&out), "KIP_1001");
     let out = kip_request(&mut c, json!({"command": "FIND(?d) WHERE { ?d {name: :n} }", "dry_run": true}));
     assert!(out.get("error").is_some(), "{out}");
+    // So are the UPSERT checks that need no database: a reserved metadata
+    // key, a handle used before it is defined, an invalid new type name.
+    for (command, code) in [
+        (r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "X"} } WITH METADATA { _version: 1 } }"#, "KIP_2002"),
+        (r#"UPSERT { PROPOSITION ?l { (?d, "treats", ?d) } CONCEPT ?d { {type: "Drug", name: "X"} } }"#, "KIP_3001"),
+        (r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "bad type!"} } }"#, "KIP_1002"),
+    ] {
+        let out = kip_request(&mut c, json!({"command": command, "dry_run": true}));
+        assert_eq!(err_code(&out), code, "{command}: {out}");
+        assert_eq!(err_code(&kip(&mut c, command, json!({}))), code, "a real run agrees: {command}");
+    }
 }
 
 #[test]

@@ -79,7 +79,7 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         Err(e) => return (envelope::single(Err(e)), false),
     };
     if dry_run {
-        return (envelope::single(Ok(dry_run_outcome(&script))), false);
+        return (envelope::single(dry_run_outcome(&script)), false);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
     if is_kml {
@@ -148,7 +148,17 @@ pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
 }
 
 /// The result of a dry run: the command was parsed and bound, nothing ran.
-fn dry_run_outcome(script: &Script) -> Outcome {
+/// A dry run's answer: the syntax, the parameters and the checks that need
+/// no database passed. (Whether types are registered is not checked: a
+/// space's first write bootstraps them, and a dry run writes nothing.)
+fn dry_run_outcome(script: &Script) -> Result<Outcome, KipError> {
+    for command in &script.commands {
+        upsert::check_statically(command)?;
+    }
+    Ok(dry_run_result(script))
+}
+
+fn dry_run_result(script: &Script) -> Outcome {
     if script.commands.iter().all(|c| matches!(c, Command::Upsert(_))) {
         return Outcome::new(json!({
             "blocks": script.commands.len(),

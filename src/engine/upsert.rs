@@ -23,6 +23,16 @@ use kip_lang::ast::{Command, UpsertItem};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::json;
 
+/// The checks of an UPSERT that need no database (reserved metadata keys,
+/// handles defined before use, names of new definitions): what a dry run
+/// can validate beyond the syntax (RC10 §6.1).
+pub fn check_statically(command: &Command) -> Result<(), KipError> {
+    if let Command::Upsert(upsert) = command {
+        preflight::check(upsert)?;
+    }
+    Ok(())
+}
+
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Upsert(upsert) = command else {
         return Err(KipError::new(ErrorCode::InternalError, "UPSERT executor called with another command"));
