@@ -46,7 +46,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
             json!({ "deleted_propositions": counts.first })
         }
         Delete::Concept { target, where_clauses } => {
-            let rules = BulkRules { no_links: true, structure: true, system_actors: true, ..BulkRules::default() };
+            let rules = BulkRules { no_links: true, structure: true, system_actors: true, definitions_in_use: true, ..BulkRules::default() };
             let counts = targets::run(where_clauses, ctx, target, None, rules, BulkAction::DeleteConcepts)?
                 .map_err(|r| wrong_kind_or(r, "delete", || {
                     KipError::syntax(format!("?{target} binds proposition links; DELETE CONCEPT removes concept nodes"))

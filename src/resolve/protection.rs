@@ -102,6 +102,20 @@ pub fn refused(action: &str, type_name: &str, name: &str) -> KipError {
 }
 
 /// KIP_3004 for a change of `core_directives` on `$self` / `$system`.
+/// A type or predicate definition still in use cannot be deleted or
+/// merged away (`KIP_2002`): its instances would keep a type that no longer
+/// exists, and every later UPSERT of them would fail with `KIP_2001`. RC10
+/// §2.9.1 asks schema evolution to keep existing instances valid.
+pub fn definition_in_use(action: &str, type_name: &str, name: &str) -> KipError {
+    let (what, users, hint) = if type_name == PROPOSITION_TYPE {
+        ("predicate", "links", format!("Delete the {name:?} links first (DELETE PROPOSITIONS ?l WHERE {{ ?l (?s, {name:?}, ?o) }}), or keep the definition and update its description."))
+    } else {
+        ("type", "concepts", format!("Delete the {name:?} concepts first (DELETE CONCEPT ?x DETACH WHERE {{ ?x {{type: {name:?}}} }}), or keep the definition and update its description."))
+    };
+    KipError::new(ErrorCode::ConstraintViolation, format!("cannot {action} the {what} definition {name:?}: {users} of the space still use it"))
+        .with_hint(hint)
+}
+
 pub fn directives_refused(name: &str) -> KipError {
     KipError::new(ErrorCode::ImmutableTarget, format!("the core_directives of {name} are immutable"))
         .with_hint("core_directives are set at bootstrap and never change. Evolve other attributes instead (persona, values, behavior_preferences, identity_narrative, …).")
@@ -271,6 +285,10 @@ pub struct BulkRules {
     pub directives: bool,
     /// Links anchoring protected structure in `CoreSchema` are refused.
     pub anchoring: bool,
+    /// A type or predicate definition that elements outside the targets
+    /// still use is refused (DELETE CONCEPT): they would be left with a
+    /// type no one can write again (`KIP_2001` on their next UPSERT).
+    pub definitions_in_use: bool,
 }
 
 /// Why a bulk command refused a target (the first column of [`refusal_sql`]).
@@ -280,11 +298,14 @@ pub enum Refusal {
     Protected = 2,
     Directives = 3,
     Anchoring = 4,
+    InUse = 5,
 }
 
 impl Refusal {
     pub fn from_code(code: i64) -> Option<Refusal> {
-        [Refusal::WrongKind, Refusal::Protected, Refusal::Directives, Refusal::Anchoring].into_iter().find(|r| *r as i64 == code)
+        [Refusal::WrongKind, Refusal::Protected, Refusal::Directives, Refusal::Anchoring, Refusal::InUse]
+            .into_iter()
+            .find(|r| *r as i64 == code)
     }
 
     /// The KIP_3004 error for a refused target (not for `WrongKind`, whose
@@ -294,6 +315,7 @@ impl Refusal {
         match self {
             Refusal::Directives => directives_refused(name),
             Refusal::Anchoring => anchoring_refused(action, id, type_name, name),
+            Refusal::InUse => definition_in_use(action, type_name, name),
             Refusal::WrongKind | Refusal::Protected => refused(action, type_name, name),
         }
     }
@@ -320,6 +342,21 @@ pub fn refusal_sql(rules: BulkRules, space: &str) -> String {
         parts.push(format!("SELECT 2, t.id, t.type, t.name FROM t WHERE {system_actor}"));
     } else if rules.directives {
         parts.push(format!("SELECT 3, t.id, t.type, t.name FROM t WHERE {system_actor}"));
+    }
+    if rules.definitions_in_use {
+        // A definition used by an element that is not itself a target (an
+        // instance deleted by the same command does not count; nor does a
+        // link whose concept endpoint is a target, which the cascade
+        // removes). One probe of (space, type, name) or (space, predicate)
+        // per definition among the targets.
+        parts.push(format!(
+            "SELECT 5, t.id, t.type, t.name FROM t WHERE \
+               (t.type = '{CONCEPT_TYPE}' AND EXISTS (SELECT 1 FROM kip.concepts u \
+                  WHERE u.space = {space} AND u.type = t.name AND u.id NOT IN (SELECT t2.id FROM t t2))) \
+            OR (t.type = '{PROPOSITION_TYPE}' AND EXISTS (SELECT 1 FROM kip.propositions u \
+                  WHERE u.space = {space} AND u.predicate = t.name \
+                    AND NOT EXISTS (SELECT 1 FROM t t2 WHERE t2.id IN (u.subject_concept, u.object_concept))))"
+        ));
     }
     if rules.anchoring {
         // Driven from the few links filed under CoreSchema, probed against

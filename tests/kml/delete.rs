@@ -1,6 +1,6 @@
 //! DELETE (RC10 §4.2): keys, links and concepts, with the cascade audit.
 
-use super::common::{concept, exists, fails, link_count, medical, run};
+use super::common::{concept, error, exists, fails, link_count, medical, run};
 use serde_json::json;
 
 fn with_claims(prefix: &str) -> postgres::Client {
@@ -56,4 +56,28 @@ fn delete_targets_must_have_the_right_kind() {
     let mut c = medical("del");
     assert_eq!(fails(&mut c, r#"DELETE PROPOSITIONS ?d WHERE { ?d {type: "Drug"} }"#), "KIP_1001");
     assert_eq!(fails(&mut c, r#"DELETE CONCEPT ?l DETACH WHERE { ?l (?s, "treats", ?o) }"#), "KIP_1001");
+}
+
+/// A type or predicate definition still in use is not deleted (nor merged
+/// away): its instances would keep a type no UPSERT accepts any more.
+#[test]
+fn definitions_in_use_stay() {
+    let mut c = medical("del");
+    let e = error(&mut c, r#"DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$ConceptType", name: "Drug"} }"#);
+    assert_eq!(e["code"], "KIP_2002", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("\"Drug\""), "{e}");
+    let e = error(&mut c, r#"DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$PropositionType", name: "treats"} }"#);
+    assert_eq!(e["code"], "KIP_2002", "{e}");
+    run(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Remedy"} SET ATTRIBUTES { description: "A remedy" } } }"#);
+    let e = error(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "$ConceptType", name: "Drug"} ?t {type: "$ConceptType", name: "Remedy"} }"#);
+    assert_eq!(e["code"], "KIP_2002", "{e}");
+    assert!(exists(&mut c, "$ConceptType", "Drug"));
+    // Once its instances are gone (here in the same command), it goes.
+    run(&mut c, r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Symptom"} }"#);
+    let out = run(&mut c, r#"DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$ConceptType"} FILTER(?t.name == "Symptom" || ?t.name == "Remedy") }"#);
+    assert_eq!(out["deleted_concepts"], 2, "{out}");
+    // A predicate whose links all end at deleted concepts goes with them.
+    let out = run(&mut c, r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Drug"} UNION { ?x {type: "$ConceptType", name: "Drug"} } UNION { ?x {type: "$PropositionType", name: "treats"} } }"#);
+    assert!(out["deleted_concepts"].as_i64().unwrap() >= 3, "{out}");
+    assert!(!exists(&mut c, "$ConceptType", "Drug") && !exists(&mut c, "$PropositionType", "treats"));
 }
