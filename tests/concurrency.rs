@@ -106,3 +106,49 @@ fn concurrent_update_add_loses_no_increment() {
     let count = ok(kip(&mut setup, r#"FIND(?p.attributes.evidence_count) WHERE { ?p {type: "Preference", name: "dark_mode"} }"#, json!({})));
     assert_eq!(count, json!([CLIENTS * INCREMENTS]));
 }
+
+/// A bulk UPDATE or DELETE that waited for a row another session changed
+/// checks the target's FILTERs again on what that session committed: the
+/// decay marker of RC10 §4.3 holds when two sweeps race, and a link
+/// strengthened meanwhile is not deleted as weak. Before, the targets
+/// selected from the statement's snapshot were written whatever they held.
+#[test]
+fn a_bulk_write_that_waited_checks_its_filters_on_the_committed_row() {
+    let space = unique_space("conc_recheck");
+    let mut setup = client(&space);
+    ok(kip(
+        &mut setup,
+        r#"UPSERT { CONCEPT ?p { {type: "Preference", name: "tea"} SET ATTRIBUTES { description: "Likes tea" } } WITH METADATA { confidence: 0.8 }
+                    CONCEPT ?q { {type: "Preference", name: "coffee"} SET ATTRIBUTES { description: "Likes coffee" } SET PROPOSITIONS { ("prefers", {type: "Preference", name: "tea"}) WITH METADATA { confidence: 0.1 } } } }"#,
+        json!({}),
+    ));
+    let decay = r#"UPDATE ?d SET METADATA { confidence: MUL(?d.metadata.confidence, 0.5), decay_applied_at: "2025-01-02T00:00:00Z" }
+                   WHERE { ?d {type: "Preference", name: "tea"}
+                           FILTER(IS_NULL(?d.metadata.decay_applied_at) || ?d.metadata.decay_applied_at < "2025-01-01T00:00:00Z") }"#;
+    let prune = r#"DELETE PROPOSITIONS ?l WHERE { ?l (?a, "prefers", ?b) FILTER(?l.metadata.confidence < 0.3) }"#;
+    let strengthen = r#"UPSERT { CONCEPT ?q { {type: "Preference", name: "coffee"} SET PROPOSITIONS { ("prefers", {type: "Preference", name: "tea"}) WITH METADATA { confidence: 0.95 } } } }"#;
+    for (first, second) in [(decay, decay), (strengthen, prune)] {
+        // The first command holds its row locks until its transaction ends;
+        // the second starts meanwhile, waits, then runs on the new rows.
+        let mut holder = client(&space);
+        holder.batch_execute("BEGIN").unwrap();
+        ok(kip(&mut holder, first, json!({})));
+        let space2 = space.clone();
+        let waiter = std::thread::spawn(move || {
+            let mut c = client(&space2);
+            ok(kip(&mut c, second, json!({})))
+        });
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        holder.batch_execute("COMMIT").unwrap();
+        let out = waiter.join().expect("waiting client");
+        if first == decay {
+            assert_eq!(out["updated"], json!(0), "{out}");
+        } else {
+            assert_eq!(out["deleted_propositions"], json!(0), "{out}");
+        }
+    }
+    let tea = ok(kip(&mut setup, r#"FIND(?d.metadata.confidence) WHERE { ?d {type: "Preference", name: "tea"} }"#, json!({})));
+    assert_eq!(tea, json!([0.4]), "decayed once");
+    let link = ok(kip(&mut setup, r#"FIND(?l.metadata.confidence) WHERE { ?l (?a, "prefers", ?b) }"#, json!({})));
+    assert_eq!(link, json!([0.95]), "the strengthened link stays");
+}

@@ -145,6 +145,20 @@ fn higher_order_propositions_match_as_subject_and_object() {
     let id = link[0].as_str().unwrap().to_string();
     let r = ok(kip(&mut c, r#"FIND(?l.predicate) WHERE { ?l (id: :id) }"#, json!({"id": id})));
     assert_eq!(r, json!(["stated"]));
+    // FILTER on an id accepts the forms a clause accepts: a link's id
+    // without its predicate too, for a link variable or an endpoint.
+    let fact = find(&mut c, r#"FIND(?f.id) WHERE { ?f ({type: "Node", name: "Aspirin"}, "next", ?s) }"#)[0].as_str().unwrap().to_string();
+    let short = fact.rsplit_once(':').unwrap().0.to_string();
+    for form in [&fact, &short] {
+        let r = ok(kip(&mut c, r#"FIND(?o.id) WHERE { (?u, "stated", ?o) FILTER(?o.id == :id) }"#, json!({"id": form})));
+        assert_eq!(r, json!([fact]), "{form}");
+        let r = ok(kip(&mut c, r#"FIND(?f.predicate) WHERE { ?f (?a, "next", ?b) FILTER(?f.id == :id) }"#, json!({"id": form})));
+        assert_eq!(r, json!(["next"]), "{form}");
+        let r = ok(kip(&mut c, r#"FIND(?f.predicate) WHERE { ?f (?a, "next", ?b) FILTER(?f.id != :id) }"#, json!({"id": form})));
+        assert_eq!(r, json!([]), "{form}");
+    }
+    let r = ok(kip(&mut c, r#"FIND(?f.predicate) WHERE { ?f (?a, "next", ?b) FILTER(?f.id == :id) }"#, json!({"id": format!("{short}:alt")})));
+    assert_eq!(r, json!([]), "a full id with another predicate names no link");
 }
 
 #[test]

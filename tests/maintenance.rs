@@ -89,7 +89,8 @@ fn ttl_reclaims_only_whitelisted_expired_elements_and_audits_them() {
         WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
         CONCEPT ?tmp { {type: "Preference", name: "scratch"} SET ATTRIBUTES { description: "temporary" } }
         WITH METADATA { expires_at: "2020-01-01T00:00:00Z", memory_tier: "short-term" }
-        CONCEPT ?bob { {type: "Person", name: "Bob"} SET ATTRIBUTES { person_class: "Human" } }
+        CONCEPT ?tea { {type: "Preference", name: "tea"} SET ATTRIBUTES { description: "kept" } }
+        CONCEPT ?bob { {type: "Person", name: "Bob"} SET ATTRIBUTES { person_class: "Human" } SET PROPOSITIONS { ("prefers", ?tea) } }
         WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
         CONCEPT ?keep { {type: "Event", name: "done-future"} SET PROPOSITIONS { ("involves", ?bob) } }
         }"#,
@@ -99,7 +100,8 @@ fn ttl_reclaims_only_whitelisted_expired_elements_and_audits_them() {
     for (ty, name) in [("Domain", "Unsorted"), ("Person", "$self"), ("$ConceptType", "Event"), ("$PropositionType", "involves")] {
         set_metadata(&mut c, &space, ty, name, json!({ "expires_at": "2020-01-01T00:00:00Z", "memory_tier": "short-term" }));
     }
-    // An expired link on a kept Event, and an unexpired one.
+    // An expired link on a kept Event, whose own TTL is later (12D: kept),
+    // and Bob's expired link (deleted).
     c.execute(
         "UPDATE kip.propositions SET metadata = metadata || '{\"expires_at\": \"2020-01-01T00:00:00Z\"}' WHERE space = $1 AND predicate = 'involves'",
         &[&space],
@@ -137,7 +139,12 @@ fn ttl_reclaims_only_whitelisted_expired_elements_and_audits_them() {
         .query_one("SELECT count(*) FROM kip.propositions WHERE space = $1 AND predicate = 'involves'", &[&space])
         .unwrap()
         .get(0);
-    assert_eq!(involves, 0);
+    assert_eq!(involves, 1, "the link of an Event whose own TTL was extended stays (12D)");
+    let prefers: i64 = c
+        .query_one("SELECT count(*) FROM kip.propositions WHERE space = $1 AND predicate = 'prefers'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(prefers, 0);
     let mut logged = audited(&mut c, &space, "ttl_delete");
     assert_eq!(logged.len(), 5, "{logged:?}");
     logged.retain(|r| r.starts_with("C:"));
@@ -482,4 +489,53 @@ fn worker_is_running_when_preloaded() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     panic!("no 'kip worker' backend on database kip in pg_stat_activity although kip is preloaded");
+}
+
+/// The sweep locks what it reclaims or decays as it selects it, skipping
+/// what an agent is writing: an Event an agent sets back to pending, or a
+/// link it strengthens, in a transaction open while the cycle runs, is
+/// neither deleted nor decayed from its old version. And a landmark Event,
+/// whose own TTL was removed, keeps the links Formation stamped with it.
+#[test]
+fn the_sweep_never_undoes_an_agents_concurrent_write() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = decay_fixture(&mut c);
+    let mut capsule = String::from("UPSERT {\n");
+    capsule.push_str(&event("reopened", Some("completed")));
+    capsule.push_str("\nWITH METADATA { expires_at: \"2020-02-01T00:00:00Z\" }\n");
+    capsule.push_str(
+        r#"CONCEPT ?landmark { {type: "Event", name: "landmark"}
+            SET ATTRIBUTES { event_class: "Conversation", start_time: "2020-01-01T00:00:00Z", content_summary: "s", consolidation_status: "completed" }
+            SET PROPOSITIONS { ("involves", {type: "Person", name: "Carol"}) } }
+        WITH METADATA { expires_at: "2020-02-01T00:00:00Z" }
+        }"#,
+    );
+    ok(kip(&mut c, &capsule, json!({})));
+    // Promoted to a landmark (BrainMaintenance 5A): its own TTL goes.
+    ok(kip(&mut c, r#"DELETE METADATA {"expires_at"} FROM ?e WHERE { ?e {type: "Event", name: "landmark"} }"#, json!({})));
+
+    let mut agent = connect();
+    agent.batch_execute(&format!("SET kip.space = '{space}'; BEGIN")).unwrap();
+    ok(kip(
+        &mut agent,
+        r#"UPSERT { CONCEPT ?e { {type: "Event", name: "reopened"} SET ATTRIBUTES { consolidation_status: "pending" } } WITH METADATA { expires_at: "2099-01-01T00:00:00Z" }
+                    CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", {type: "Preference", name: "weak"}) WITH METADATA { memory_strength: 0.95, observed_at: "2020-06-01T00:00:00Z" } } } }"#,
+        json!({}),
+    ));
+    let space2 = space.clone();
+    let sweep = std::thread::spawn(move || {
+        let mut c = connect();
+        maintain(&mut c, &space2)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    agent.batch_execute("COMMIT").unwrap();
+    let report = sweep.join().expect("the cycle");
+    assert!(exists(&mut c, &space, "Event", "reopened"), "{report}");
+    assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.95), "{report}");
+    let landmark_links: i64 = c
+        .query_one("SELECT count(*) FROM kip.facts WHERE space = $1 AND subject_name = 'landmark' AND predicate = 'involves'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(landmark_links, 1, "{report}");
 }

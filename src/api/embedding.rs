@@ -85,8 +85,15 @@ fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError
 /// applications that embed elsewhere (`kip.embedding_provider = 'external'`;
 /// vectors never travel inside KIP text). Read-only; returns the envelope.
 #[pg_extern(stable, parallel_unsafe)]
-fn kip_search(command: &str, query_embedding: Vec<Option<f32>>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
-    JsonB(envelope::single(search_with_vector(command, query_embedding, parameters.map(|p| p.0))).into_value())
+fn kip_search(command: Option<&str>, query_embedding: Option<Vec<Option<f32>>>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+    // NULL arguments are KIP errors in the envelope, as kip_execute's are.
+    let outcome = match (command, query_embedding) {
+        (None, _) => Err(KipError::new(ErrorCode::InvalidSyntax, "the command is NULL").with_hint("Pass one SEARCH command as the first argument.")),
+        (_, None) => Err(KipError::new(ErrorCode::InvalidSyntax, "the query embedding is NULL")
+            .with_hint("Pass the query's 384-dimensional vector as a real[].")),
+        (Some(command), Some(vector)) => search_with_vector(command, vector, parameters.map(|p| p.0)),
+    };
+    JsonB(envelope::single(outcome).into_value())
 }
 
 fn search_with_vector(

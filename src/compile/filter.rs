@@ -454,6 +454,12 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
             let parts = items.iter().map(|i| compile_filter(access, cx, i)).collect::<Result<Vec<_>, _>>()?;
             format!("({})", parts.join(joiner))
         }
+        Expr::Compare { op: op @ (CompareOp::Eq | CompareOp::Ne), left, right }
+            if short_id_comparison(access, left, right).is_some() =>
+        {
+            let (id, literal) = short_id_comparison(access, left, right).expect("checked by the guard");
+            compare(cx, *op, id, literal)?
+        }
         Expr::Compare { op, left, right } => {
             let a = operand(access, cx, left)?;
             let b = operand(access, cx, right)?;
@@ -479,6 +485,33 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
         }
         Expr::Call { func, args } => format!("({})", call(access, cx, *func, args)?),
     })
+}
+
+/// `?x.id == "P:92"`: an id written without its predicate, as clauses
+/// accept it (`(id: "P:92")`), against an element of that kind compares
+/// the numeric id; `?x.id` is otherwise the full text `P:92:treats`. The
+/// pair is (the variable's id, the literal).
+fn short_id_comparison(access: &mut dyn VarAccess, left: &Expr, right: &Expr) -> Option<(Operand, Operand)> {
+    let (path, value) = match (left, right) {
+        (Expr::Path(p), Expr::Value(v)) | (Expr::Value(v), Expr::Path(p)) => (p, v),
+        _ => return None,
+    };
+    if path.field != PathField::Id {
+        return None;
+    }
+    let Ok(Json::String(text)) = crate::compile::bound::value(value) else { return None };
+    let parsed = crate::compile::ids::parse(&text).ok()?;
+    parsed.id?;
+    let var = access.var(&path.var)?;
+    // Ids are one sequence over both kinds, so the number names the element
+    // of a variable that may be either (an endpoint `?o`).
+    let same_kind = match parsed.kind {
+        crate::compile::ids::ElementKind::Concept => matches!(var.kind, VarKind::Concept | VarKind::Element),
+        crate::compile::ids::ElementKind::Proposition => {
+            parsed.predicate.is_none() && matches!(var.kind, VarKind::Proposition | VarKind::Element)
+        }
+    };
+    same_kind.then(|| (Operand::Id(var.expr, var.kind), Operand::Lit(Json::String(text))))
 }
 
 /// `(candidates AND exact)`, or `(exact)` alone.

@@ -13,6 +13,10 @@
 //! | 3 | links changed | 0 | links removed by the cascade |
 //! | 4–7 | the refusal (reason, id, type, name), NULLs when none | | |
 //!
+//! A row another transaction changed while the statement waited for it is
+//! written only if the target's own FILTERs still hold for its new content
+//! (`recheck`).
+//!
 //! So the targets never cross into Rust: memory outside Postgres does not
 //! grow with the number of matches, and a refused command changes nothing.
 
@@ -20,6 +24,7 @@ use super::env::Env;
 use super::ids::ElementKind;
 use super::kml_match::targets_sql;
 use super::kml_update::patch;
+use super::recheck::recheck_sql;
 use super::Params;
 use super::SqlParam;
 use kip_lang::ast::{UpdateField, WhereClause};
@@ -53,6 +58,20 @@ pub struct BulkSql {
 pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>, refusal: &str, action: BulkAction) -> Result<BulkSql, KipError> {
     let targets = targets_sql(clauses, env, var, limit)?;
     let mut params = targets.params;
+    // The target's own FILTERs, checked again on the row being written
+    // (`recheck`): ` AND (…)` after the row's other conditions, or nothing.
+    let again = |kind: ElementKind, params: &mut Params| -> Result<String, KipError> {
+        Ok(recheck_sql(clauses, env, params, var, kind, "x")?.map(|sql| format!(" AND ({sql})")).unwrap_or_default())
+    };
+    let concepts_again = again(ElementKind::Concept, &mut params)?;
+    let links_again = again(ElementKind::Proposition, &mut params)?;
+    let allowed_targets = |kind: ElementKind| {
+        let again = match kind {
+            ElementKind::Concept => &concepts_again,
+            ElementKind::Proposition => &links_again,
+        };
+        format!("{}{again}", allowed_targets(kind))
+    };
     let head = format!(
         "t AS MATERIALIZED ({targets}), refusal AS MATERIALIZED ({refusal}), \
          allowed AS (SELECT NOT EXISTS (SELECT 1 FROM refusal) AS ok)",
@@ -94,30 +113,34 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
             };
             both_tables(strip("kip.concepts", ElementKind::Concept), strip("kip.propositions", ElementKind::Proposition))
         }
+        // The cascade is counted from the rows the DELETE removed (a target
+        // whose FILTERs no longer held after a wait is not among them); the
+        // foreign keys remove it at the end of the statement, so the links
+        // are still there to be counted.
         BulkAction::DeletePropositions => format!(
             "WITH RECURSIVE {head}, \
+             gone AS (DELETE FROM kip.propositions x USING {} RETURNING x.id), \
              doomed(id) AS ( \
-                 SELECT t.id FROM t, allowed WHERE allowed.ok AND t.type IS NULL \
+                 SELECT gone.id FROM gone \
                  UNION \
                  SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
-             ), \
-             gone AS (DELETE FROM kip.propositions x USING {} RETURNING 1) \
+             ) \
              SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM doomed), 0, {refusal_cols} {tail}",
             allowed_targets(ElementKind::Proposition)
         ),
         BulkAction::DeleteConcepts => format!(
             "WITH RECURSIVE {head}, \
+             gone AS (DELETE FROM kip.concepts x USING {} RETURNING x.id), \
              attached(id) AS ( \
-                 SELECT p.id FROM t JOIN kip.propositions p ON p.subject_concept = t.id, allowed WHERE allowed.ok AND t.type IS NOT NULL \
+                 SELECT p.id FROM gone JOIN kip.propositions p ON p.subject_concept = gone.id \
                  UNION \
-                 SELECT p.id FROM t JOIN kip.propositions p ON p.object_concept = t.id, allowed WHERE allowed.ok AND t.type IS NOT NULL \
+                 SELECT p.id FROM gone JOIN kip.propositions p ON p.object_concept = gone.id \
              ), \
              doomed(id) AS ( \
                  SELECT id FROM attached \
                  UNION \
                  SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
-             ), \
-             gone AS (DELETE FROM kip.concepts x USING {} RETURNING 1) \
+             ) \
              SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM gone), (SELECT count(*) FROM doomed), {refusal_cols} {tail}",
             allowed_targets(ElementKind::Concept)
         ),

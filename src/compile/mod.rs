@@ -17,6 +17,7 @@ pub mod find;
 pub mod hops;
 pub mod pattern;
 pub mod projection;
+pub mod recheck;
 pub mod template;
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ mod block;
 mod builder;
 mod endpoint;
 pub(crate) mod ground;
-mod groups;
+pub(crate) mod groups;
 pub(crate) mod scope;
 
 pub(crate) use block::{compile_block, has_independent_parts};

@@ -185,5 +185,14 @@ pub fn check_vector(v: &[f32], what: &str) -> Result<(), KipError> {
         return Err(KipError::new(ErrorCode::InvalidSyntax, format!("{what} is the zero vector"))
             .with_hint("A zero vector has no direction, so it has no cosine similarity to anything."));
     }
+    // pgvector computes the norm in single precision: a squared norm that
+    // underflows to zero or overflows to infinity gives a cosine of ±1 or
+    // NaN against every vector, which would rank the element first (or
+    // never) for any query.
+    let squared: f32 = v.iter().map(|x| x * x).sum();
+    if !squared.is_normal() {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, format!("{what} has a norm too small or too large for single precision"))
+            .with_hint("Normalise the vector (unit length), as embedding models do."));
+    }
     Ok(())
 }

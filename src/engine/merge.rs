@@ -38,10 +38,23 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         return Ok(Outcome::new(report(0, 0, 0)));
     }
     let rows = lock_concepts(ctx, &[source_id, target_id])?;
-    let node = |id: i64, var: &str| {
-        rows.iter().find(|n| n.id == id).cloned().ok_or_else(|| {
+    let node = |id: i64, var: &str| -> Result<Node, KipError> {
+        if let Some(n) = rows.iter().find(|n| n.id == id) {
+            return Ok(n.clone());
+        }
+        // Not a concept: a link, or a concept a concurrent command removed
+        // (a MERGE of it that committed while this one waited for its lock).
+        let link = spi::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM kip.propositions WHERE space = $1 AND id = $2)",
+            &[ctx.space.param(), SqlParam::Int(id)],
+            Access::ReadWrite,
+        )?;
+        Err(if link == Value::Bool(true) {
             KipError::syntax(format!("?{var} binds a proposition link; MERGE CONCEPT merges concept nodes"))
                 .with_hint(format!("Bind ?{var} with a concept clause: ?{var} {{type: …, name: …}}."))
+        } else {
+            KipError::new(ErrorCode::NotFound, format!("the concept bound to ?{var} no longer exists"))
+                .with_hint("A concurrent command deleted or merged it away; run the MERGE again to see the current state.")
         })
     };
     let source = node(source_id, &merge.source)?;

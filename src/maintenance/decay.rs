@@ -17,6 +17,12 @@
 //! sleep cycle (`strength_decay_applied_at`). That guard makes the step
 //! idempotent however often the worker runs.
 //!
+//! Candidates are locked as they are selected (`FOR UPDATE … SKIP LOCKED`):
+//! a link an agent is writing is left for the next cycle, and one an agent
+//! changed and committed since the sweep's snapshot is judged and decayed
+//! from what it now holds, so the agent's new strength is never overwritten
+//! with a decay of the old one.
+//!
 //! Factor: `kip.memory_strength_decay` (default `0.95` per period). Links the
 //! spec wants to fade slowly lose half as much (`0.975` by default):
 //! provenance/participation predicates, links whose object has
@@ -80,7 +86,8 @@ pub fn run(space: &str, cap: i64) -> Result<i64, KipError> {
              AND coalesce(kip.try_timestamptz(p.metadata ->> 'observed_at') < now() - $7::interval, true) \
              AND coalesce(kip.try_timestamptz(p.metadata ->> '_decayed_at') < now() - $6::interval, true) \
              AND coalesce(kip.try_timestamptz(p.metadata ->> 'strength_decay_applied_at') < now() - $6::interval, true) \
-           ORDER BY p.id LIMIT $2), \
+           ORDER BY p.id LIMIT $2 \
+           FOR UPDATE OF p SKIP LOCKED), \
          upd AS (UPDATE kip.propositions k SET metadata = k.metadata || jsonb_build_object( \
              'memory_strength', round(greatest(0.0, least(1.0, cand.old_strength * cand.factor))::numeric, 6), \
              '_decayed_at', {NOW_ISO}) \

@@ -12,7 +12,15 @@
 //! 4. no concept relies on it as its sole `derived_from` evidence (12A.5).
 //!
 //! Links (12D) with an expired `expires_at` are deleted unless superseded,
-//! attached to a protected concept, or hanging off a pending Event.
+//! attached to a protected concept, or hanging off an Event that is pending
+//! or not expiring itself (a landmark whose `expires_at` was removed or
+//! extended keeps the links its Formation stamped with the old one).
+//!
+//! Candidates are locked as they are selected (`FOR UPDATE … SKIP LOCKED`):
+//! one an agent is writing is left for the next cycle, and one an agent
+//! changed and committed since the sweep's snapshot is judged again on what
+//! it now holds (an Event set back to `pending`, a TTL extended), never
+//! deleted from the old version.
 //! Both together stay under `kip.maintenance_batch` per cycle; each deletion
 //! is written to `kip.maintenance_log` by the same statement that deletes.
 //! Expired nodes outside the whitelist are metadata pollution: they get a
@@ -85,7 +93,8 @@ pub fn delete_concepts(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError
            SELECT c.id, c.type, c.name, {exp} AS expires_at FROM kip.concepts c \
            WHERE c.space = $1 AND {present} AND {passed} AND {white} \
              AND NOT {prot} AND NOT {SOLE_EVIDENCE} \
-           ORDER BY kip.try_timestamptz({exp}), c.id LIMIT $2), \
+           ORDER BY kip.try_timestamptz({exp}), c.id LIMIT $2 \
+           FOR UPDATE OF c SKIP LOCKED), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
            SELECT $1, 'ttl_delete', 'C:' || id, jsonb_build_object('type', type, 'name', name, \
              'expires_at', expires_at, 'reason', 'expires_at passed; whitelisted episodic element (Phase 12)') \
@@ -117,7 +126,9 @@ pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
              AND coalesce(p.metadata -> 'superseded', 'false'::jsonb) <> 'true'::jsonb \
              AND (s.id IS NULL OR NOT {ps}) AND (o.id IS NULL OR NOT {po}) \
              AND NOT coalesce(s.type = 'Event' AND coalesce(s.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived'), false) \
-           ORDER BY kip.try_timestamptz({exp}), p.id LIMIT $2), \
+             AND NOT coalesce(s.type = 'Event' AND NOT coalesce({s_passed}, false), false) \
+           ORDER BY kip.try_timestamptz({exp}), p.id LIMIT $2 \
+           FOR UPDATE OF p SKIP LOCKED), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
            SELECT $1, 'ttl_delete', 'P:' || id || ':' || predicate, jsonb_build_object('subject', kip.element_ref($1, subject), \
              'predicate', predicate, 'object', kip.element_ref($1, object), 'expires_at', expires_at, \
@@ -130,6 +141,7 @@ pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
         passed = e.passed("p"),
         ps = protected_concept("s"),
         po = protected_concept("o"),
+        s_passed = e.passed("s"),
     );
     count(&sql, space, cap)
 }

@@ -39,6 +39,6 @@ pub fn elements(kind: ElementKind, hits: &[Hit], ctx: &Ctx) -> Result<Vec<Value>
 }
 
 /// Four decimals, rounded down so a score below 1 never prints as 1.
-fn round4(score: f64) -> f64 {
+pub(super) fn round4(score: f64) -> f64 {
     (score * 10_000.0).floor() / 10_000.0
 }

@@ -73,8 +73,10 @@ fn keyword_alone(q: &Query, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
 }
 
 /// Drop hits below THRESHOLD (and zero scores), order by score, cap at LIMIT.
+/// THRESHOLD applies to the score as the hit shows it (`_score`, four
+/// decimals rounded down), so no hit shows a score below the THRESHOLD.
 fn threshold_and_limit(mut hits: Vec<Hit>, q: &Query) -> Vec<Hit> {
-    hits.retain(|h| h.score > 0.0 && h.score >= q.threshold);
+    hits.retain(|h| h.score > 0.0 && load::round4(h.score) >= q.threshold);
     // Stable: ties keep the order the ranking produced them in.
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(q.limit.max(0) as usize);
