@@ -84,7 +84,7 @@ SQL
 ROLE_PORT=$(free_port)
 KIP_GATEWAY_TEST_DATABASE_URL="postgres://kip_gw_writer@localhost:$PORT/$DB" start_gateway "$ROLE_PORT"
 call() { # SPACE COMMAND -> "status body"
-  curl -s -o /tmp/kip-gw-role-body -w '%{http_code}' "http://127.0.0.1:$ROLE_PORT/kip" -H "X-KIP-Space: $1" \
+  curl -s -o /tmp/kip-gw-role-body -w '%{http_code}' "http://127.0.0.1:$ROLE_PORT/kip" -H "X-KIP-Space: $1" -H 'Content-Type: application/json' \
     -d "$(python3 -c 'import json, sys; print(json.dumps({"method": "execute_kip", "params": {"command": sys.argv[1]}}))' "$2")"
   echo " $(cat /tmp/kip-gw-role-body)"
 }

@@ -74,17 +74,31 @@ struct KeysFile {
 impl Keys {
     /// Keys from `API_KEY` and the keys file. Errors name the problem, never a key.
     pub fn load(api_key: Option<&str>, file: Option<&Path>) -> Result<Keys, String> {
+        // Keys that were asked for but are empty must not quietly mean
+        // "no authentication".
         let mut keys = Vec::new();
-        if let Some(k) = api_key.filter(|k| !k.is_empty()) {
+        if let Some(k) = api_key {
+            if k.trim().is_empty() {
+                return Err("API_KEY is set but empty: unset it to run without authentication, or give it a key".into());
+            }
             keys.push(Key { secret: k.as_bytes().to_vec(), name: "API_KEY".into(), space: SpaceRule::Any, access: Access::ReadWrite });
         }
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the keys file {}: {e}", path.display()))?;
             let parsed: KeysFile =
                 serde_json::from_str(&text).map_err(|e| format!("invalid keys file {}: {e}", path.display()))?;
+            if parsed.keys.is_empty() {
+                return Err(format!(
+                    "keys file {} lists no key: remove the setting to run without authentication, or add a key",
+                    path.display()
+                ));
+            }
             for (i, entry) in parsed.keys.into_iter().enumerate() {
                 if entry.key.len() < 8 {
                     return Err(format!("keys file {}: key #{} is shorter than 8 characters", path.display(), i + 1));
+                }
+                if keys.iter().any(|k: &Key| k.secret == entry.key.as_bytes()) {
+                    return Err(format!("keys file {}: key #{} repeats an earlier key's secret", path.display(), i + 1));
                 }
                 let space = if entry.space == "*" { SpaceRule::Any } else { SpaceRule::Fixed(entry.space) };
                 let name = entry.name.unwrap_or_else(|| format!("key#{}", i + 1));
@@ -185,6 +199,25 @@ mod tests {
         let k = Keys::load(Some("full-access-key"), Some(&dir)).unwrap();
         std::fs::remove_file(&dir).unwrap();
         k
+    }
+
+    /// Keys asked for but empty are a start-up error, never "no
+    /// authentication"; a secret listed twice is ambiguous.
+    #[test]
+    fn empty_or_repeated_keys_are_refused() {
+        assert!(Keys::load(Some(""), None).err().unwrap().contains("API_KEY is set but empty"));
+        assert!(Keys::load(Some("  "), None).is_err());
+        let file = |text: &str| {
+            let path = std::env::temp_dir().join(format!("kip-server-keys-bad-{}-{}.json", std::process::id(), text.len()));
+            std::fs::write(&path, text).unwrap();
+            let out = Keys::load(None, Some(&path));
+            std::fs::remove_file(&path).unwrap();
+            out
+        };
+        assert!(file(r#"{"keys": []}"#).err().unwrap().contains("lists no key"));
+        let twice = r#"{"keys": [{"key": "same-secret-1", "space": "a", "access": "read-only"}, {"key": "same-secret-1", "space": "*", "access": "read-write"}]}"#;
+        assert!(file(twice).err().unwrap().contains("repeats"));
+        assert!(!Keys::load(None, None).unwrap().enabled(), "no setting at all: authentication off");
     }
 
     #[test]

@@ -94,8 +94,18 @@ impl Db {
     /// A pool for `url`; no connection is opened until the first request.
     pub fn new(url: &str, settings: &PoolSettings) -> Result<Db, String> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("invalid database URL: {e}"))?;
-        config.application_name("kip-server");
-        config.options(format!("-c statement_timeout={}", settings.statement_timeout_ms));
+        // The URL's own application_name and options (e.g. `-c role=…`,
+        // `-c search_path=…`) are kept: the statement timeout goes before
+        // them, so an operator's own `-c statement_timeout` wins.
+        if config.get_application_name().is_none() {
+            config.application_name("kip-server");
+        }
+        let timeout = format!("-c statement_timeout={}", settings.statement_timeout_ms);
+        let options = match config.get_options() {
+            Some(own) if !own.trim().is_empty() => format!("{timeout} {own}"),
+            _ => timeout,
+        };
+        config.options(options);
         config.connect_timeout(settings.timeout);
         // TCP keepalives notice a vanished server on idle pooled connections.
         config.keepalives(true);

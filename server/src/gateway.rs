@@ -48,6 +48,25 @@ impl Gateway {
         Gateway { db, log }
     }
 
+    /// [`Gateway::call`] on a task of its own, which a client that goes
+    /// away does not cancel. Dropping the call mid-statement (hyper drops
+    /// a handler whose client disconnected) would hand its connection back
+    /// to the pool while the statement still ran, so the next request
+    /// waited behind it past the pool's timeout, and would skip the call's
+    /// log line and request-log row although a write may have committed.
+    pub async fn call_to_completion(&self, caller: Caller, method: String, params: Value) -> Reply {
+        let gateway = self.clone();
+        match tokio::spawn(async move { gateway.call(&caller, &method, params).await }).await {
+            Ok(reply) => reply,
+            Err(e) => Reply::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "KIP_4003",
+                format!("the call failed: {e}"),
+                "Retry; if it persists, report it with the gateway's log.",
+            ),
+        }
+    }
+
     /// Run one call of `method` (by name) for `caller`.
     pub async fn call(&self, caller: &Caller, method: &str, params: Value) -> Reply {
         let started = Instant::now();

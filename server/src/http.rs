@@ -4,6 +4,8 @@
 //! JSON in the KIP envelope shape. The caller is authenticated from the
 //! headers before any body byte is read, and the body is read up to the
 //! configured limit, so an unauthenticated or oversized upload costs nothing.
+//! `/kip` takes only JSON bodies and, on a loopback listener, only loopback
+//! Host names, so a web page can neither post to it nor rebind a name to it.
 
 use crate::auth::{Caller, Keys};
 use crate::envelope::Reply;
@@ -23,6 +25,29 @@ pub struct AppState {
     pub gateway: Gateway,
     pub keys: Keys,
     pub max_body_bytes: usize,
+    /// The Host values `/kip` answers ([`allowed_hosts`]); `None`: any.
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+/// The `Host` header values a listener on `listen` answers: on a loopback
+/// address only the loopback names, which defends it against DNS rebinding
+/// (a web page whose name resolves to 127.0.0.1 reaching the gateway with
+/// the page's Host); on a public address the operator's host names are
+/// unknown, and the API keys protect the endpoints (`None`: any). `/kip`
+/// and `/mcp` apply the same list.
+pub fn allowed_hosts(listen: std::net::SocketAddr) -> Option<Vec<String>> {
+    listen.ip().is_loopback().then(|| {
+        let port = listen.port();
+        vec![
+            "localhost".to_string(),
+            "127.0.0.1".into(),
+            "::1".into(),
+            "[::1]".into(),
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ]
+    })
 }
 
 impl IntoResponse for Reply {
@@ -55,10 +80,37 @@ async fn health(State(state): State<Arc<AppState>>) -> Reply {
 
 /// `POST /kip` with `{"method": ..., "params": ...}`.
 async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Reply {
+    if let Some(hosts) = &state.allowed_hosts {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+        if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return Reply::error(
+                StatusCode::FORBIDDEN,
+                "KIP_3004",
+                format!("the Host header {host:?} is not allowed on a loopback listener"),
+                "Address the gateway as localhost or 127.0.0.1 (a page served under another name cannot reach it).",
+            );
+        }
+    }
     let caller = match state.keys.authenticate(&headers) {
         Ok(c) => c,
         Err(reply) => return reply,
     };
+    // A JSON body only: a web page can send a cross-site POST of a form or
+    // of text/plain without the browser asking the gateway first (CORS
+    // "simple requests"), but not one of application/json.
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Reply::error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "KIP_1001",
+            "the request body must be sent as Content-Type: application/json",
+            "Send the header Content-Type: application/json (curl: -H 'Content-Type: application/json').",
+        );
+    }
     let bytes = match read_body(&headers, body, state.max_body_bytes).await {
         Ok(b) => b,
         Err(reply) => return reply,
@@ -75,7 +127,7 @@ async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
         return Reply::bad_request("the request has no \"method\" string", hint);
     };
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
-    state.gateway.call(&caller, method, params).await
+    state.gateway.call_to_completion(caller, method.to_string(), params).await
 }
 
 fn too_large(limit: usize) -> Reply {

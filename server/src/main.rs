@@ -93,7 +93,7 @@ async fn serve(opts: &Options, keys: Keys, gateway: Gateway, shutdown: Cancellat
         tokio::net::TcpListener::bind(opts.listen).await.map_err(|e| format!("cannot listen on {}: {e}", opts.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let mcp = mcp::http::service(gateway.clone(), addr, opts.max_body_bytes, shutdown.child_token());
-    let state = Arc::new(http::AppState { gateway, keys, max_body_bytes: opts.max_body_bytes });
+    let state = Arc::new(http::AppState { gateway, keys, max_body_bytes: opts.max_body_bytes, allowed_hosts: http::allowed_hosts(addr) });
     tracing::info!(%addr, auth = state.keys.enabled(), "kip-server listening (POST /kip, POST /mcp)");
     let app = http::router(state, mcp);
     let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());

@@ -121,6 +121,8 @@ impl RequestLog {
                 Value::Object(m) if !keep => {
                     Value::Object(m.keys().map(|k| (k.clone(), json!("[redacted]"))).collect())
                 }
+                // Not an object (a request kip refuses): a value all the same.
+                _ if !keep => json!("[redacted]"),
                 other => other.clone(),
             }
         };

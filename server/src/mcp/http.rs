@@ -25,11 +25,9 @@ pub fn service(gateway: Gateway, listen: SocketAddr, max_body_bytes: usize, shut
     // Host checking defends a loopback listener against DNS rebinding; on a
     // public address the operator's host names are unknown, and the API keys
     // protect the endpoint.
-    config = if listen.ip().is_loopback() {
-        let port = listen.port();
-        config.with_allowed_hosts(["localhost".to_string(), "127.0.0.1".into(), "::1".into(), format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")])
-    } else {
-        config.disable_allowed_hosts()
+    config = match crate::http::allowed_hosts(listen) {
+        Some(hosts) => config.with_allowed_hosts(hosts),
+        None => config.disable_allowed_hosts(),
     };
     StreamableHttpService::new(move || Ok(KipMcp::http(gateway.clone())), Arc::new(LocalSessionManager::default()), config)
 }

@@ -129,7 +129,7 @@ impl ServerHandler for KipMcp {
         // Unreachable over HTTP without the auth layer; refuse rather than default.
         let caller = self.caller(&context).ok_or_else(|| ErrorData::internal_error("request not authenticated", None))?;
         let params = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let reply = self.gateway.call(&caller, &request.name, params).await;
+        let reply = self.gateway.call_to_completion(caller, request.name.to_string(), params).await;
         Ok(tool_result(reply).into())
     }
 }

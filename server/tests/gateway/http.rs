@@ -104,6 +104,32 @@ async fn bad_input_gets_json_envelopes() {
     assert_eq!(s.get("/health").await.0, 200);
 }
 
+/// `/kip` takes JSON bodies only, and on a loopback listener loopback Host
+/// names only: a web page can neither post a form or text to it (a CORS
+/// "simple request", sent without asking) nor reach it through a name
+/// rebound to 127.0.0.1.
+#[tokio::test]
+async fn kip_refuses_what_a_web_page_could_send() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    let body = json!({"method": "execute_kip", "params": {"command": "DESCRIBE PRIMER"}}).to_string();
+    for content_type in [Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("multipart/form-data"), None] {
+        let mut req = client().post(format!("{}/kip", s.base)).body(body.clone());
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        assert_error(&send(req).await, 415, "KIP_1001");
+    }
+    let rebound = client()
+        .post(format!("{}/kip", s.base))
+        .header("host", "evil.example")
+        .header("content-type", "application/json")
+        .body(body.clone());
+    assert_error(&send(rebound).await, 403, "KIP_3004");
+    let fine = client().post(format!("{}/kip", s.base)).header("content-type", "application/json; charset=utf-8").body(body);
+    assert_eq!(send(fine).await.0, 200);
+}
+
 /// POST a chunked body of `size` bytes over a raw socket; returns status and body.
 fn raw_chunked(addr: std::net::SocketAddr, path: &str, size: usize) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
@@ -199,6 +225,21 @@ async fn list_logs_pages_newest_first_without_parameter_values() {
     assert!(page.get("next_cursor").is_none());
     assert_eq!(all[0]["status"], 400);
     assert_eq!(all[0]["command"], "FIND");
+    // Parameters that are not an object are still values: redacted too.
+    // (In a space of its own: the pages below count this space's entries.)
+    let odd_space = unique("gw_logs_odd");
+    let odd_sp = Some(odd_space.as_str());
+    let odd = json!({"command": "DESCRIBE PRIMER", "parameters": "hunter-odd"});
+    assert_eq!(s.kip_as(None, odd_sp, "execute_kip", odd).await.0, 400);
+    let mut logged = Value::Null;
+    for _ in 0..100 {
+        logged = s.kip_as(None, odd_sp, "list_logs", json!({"limit": 1})).await.1;
+        if logged["result"][0]["request"]["parameters"].is_string() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(logged["result"][0]["request"]["parameters"], "[redacted]", "{logged}");
     assert_eq!(all[0]["error"]["code"], "KIP_1001");
     assert_eq!(all[1]["status"], 200);
     assert_eq!(all[1]["method"], "execute_kip");

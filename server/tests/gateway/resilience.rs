@@ -18,6 +18,36 @@ async fn lock_concepts(url: &str) -> tokio_postgres::Client {
     db
 }
 
+/// A client that gives up does not cancel its call: the call runs to its
+/// end on its own task, is logged, and gives its connection back only then.
+/// (Dropped with the client, the call's connection went back to the pool
+/// mid-statement and the write that then committed was never logged.)
+#[tokio::test]
+async fn a_call_whose_client_left_still_completes_and_is_logged() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &["--pool-size", "2"], &[]).await;
+    let sp = "gw_left";
+    assert_eq!(s.kip_as(None, Some(sp), "execute_kip", find_people()).await.0, 200);
+    let lock = lock_concepts(&url).await;
+    let write = json!({"method": "execute_kip", "params": {"command": "UPSERT { CONCEPT ?p { {type: \"Person\", name: \"Left Early\"} SET ATTRIBUTES { person_class: \"Human\" } } }"}});
+    let gone = reqwest::Client::builder().timeout(std::time::Duration::from_millis(300)).build().unwrap();
+    let result = gone.post(format!("{}/kip", s.base)).header("X-KIP-Space", sp).json(&write).send().await;
+    assert!(result.is_err(), "the client gave up before the answer");
+    lock.batch_execute("COMMIT").await.unwrap();
+    let mut logged = false;
+    for _ in 0..100 {
+        let page = s.kip_as(None, Some(sp), "list_logs", json!({"limit": 5})).await.1;
+        if page["result"].as_array().is_some_and(|a| a.iter().any(|e| e["command"] == "UPSERT" && e["status"] == 200)) {
+            logged = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(logged, "the write is in the request log");
+    let found = s.kip_as(None, Some(sp), "execute_kip", json!({"command": "FIND(?p.name) WHERE { ?p {type: \"Person\", name: \"Left Early\"} }"})).await;
+    assert_eq!(found.1["result"], json!(["Left Early"]), "{found:?}");
+}
+
 #[tokio::test]
 async fn a_statement_timeout_is_408() {
     let url = db_or_skip!();
