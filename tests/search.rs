@@ -153,3 +153,29 @@ fn a_word_common_in_the_space_is_found_whatever_the_table_statistics_say() {
     }
     c.execute("SELECT kip_drop_space($1)", &[&space]).expect("kip_drop_space");
 }
+
+/// An exact alias made of a common word is found, whatever LIMIT says, and
+/// ranks above elements that merely contain the word; LIMIT 1 over a common
+/// word returns one of its elements. Before, a common word had no source
+/// but a window in name order, which a young space's schema nodes filled.
+#[test]
+fn an_exact_alias_of_a_common_word_is_found_at_any_limit() {
+    let mut c = connect();
+    fresh_space(&mut c, "search_common");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Wind"} SET ATTRIBUTES { description: "A wind." } } }"#, json!({})));
+    let mut capsule = String::from("UPSERT {");
+    for i in 0..250 {
+        capsule.push_str(&format!(r#" CONCEPT ?c{i} {{ {{type: "Wind", name: "wind {i}"}} SET ATTRIBUTES {{ description: "a breeze" }} }}"#));
+    }
+    capsule.push('}');
+    ok(kip(&mut c, &capsule, json!({})));
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?z { {type: "Wind", name: "zephyrus"} SET ATTRIBUTES { aliases: ["Breeze"] } } }"#, json!({})));
+    for limit in [1, 3, 300] {
+        let hits = ok(kip(&mut c, &format!(r#"SEARCH CONCEPT "Breeze" MODE "keyword" LIMIT {limit}"#), json!({})));
+        assert_eq!(names(&hits)[0], "zephyrus", "LIMIT {limit}: {hits}");
+        assert_eq!(scores(&hits)[0], 0.95, "LIMIT {limit}: {hits}");
+        assert_eq!(names(&hits).len(), limit.min(251), "LIMIT {limit}");
+    }
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "breeze" MODE "keyword" WITH TYPE "Wind" LIMIT 1"#, json!({})));
+    assert_eq!(names(&hits), ["zephyrus"], "{hits}");
+}

@@ -10,6 +10,8 @@
 //! query scores more rows than it needs, whatever the size of the memory,
 //! and no source reads the posting list of a common word:
 //! * exact name, case-insensitive (`(space, lower(name))` btree);
+//! * exact alias, as written or lowercased (`attributes @> {"aliases":
+//!   [term]}`, the attributes GIN index), however common its words;
 //! * elements containing every word of a multi-word term (GIN on
 //!   `search_text`), unless one of its words is in no element of the space;
 //! * for each word that is not common, up to `candidates` elements
@@ -22,7 +24,7 @@
 //!   which the count does not apply, looks its candidates up separately);
 //! * for a common word, only when the sources above found fewer than asked
 //!   (and, in hybrid, for a one-word term only): its first matches in a
-//!   window of `COMMON_WINDOW` × k elements of the space in name order.
+//!   window of the space's `COMMON_WINDOW` × k newest elements.
 //!   Any handful of the thousands of elements containing it is as good as
 //!   another. The window is bounded, so it is tried for every common word:
 //!   the statistics are the whole table's, and a word common in another
@@ -295,17 +297,29 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             WHERE (SELECT count(*) FROM terms) > 1 AND NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
               AND {space_c} AND c.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
+           -- An exact alias, as written or lowercased: one probe of the
+           -- attributes GIN index each (jsonb containment), whatever the
+           -- frequency of its words.
+           (SELECT c.id FROM kip.concepts c
+            WHERE {space_c} AND c.attributes @> jsonb_build_object('aliases', jsonb_build_array({term}::text)) {type_filter} LIMIT 20)
+           UNION
+           (SELECT c.id FROM kip.concepts c
+            WHERE {space_c} AND c.attributes @> jsonb_build_object('aliases', jsonb_build_array(lower({term}::text))) {type_filter} LIMIT 20)
+           UNION
            {word_source}
          ),
          -- A common word's candidates, only when the sources above found
          -- fewer than asked: the first matches in a bounded window of the
-         -- space read in name order from the (space, name) btree, never the
-         -- word's whole posting list (`IS TRUE` keeps the planner off GIN).
+         -- space's newest elements, read backwards from the (space, id)
+         -- btree, never the word's whole posting list (`IS TRUE` keeps the
+         -- planner off GIN). Newest first: the recent memories, and never
+         -- the bootstrap's schema nodes, which a window in name order
+         -- filled on a young space.
          common_cand AS MATERIALIZED (
            SELECT x.id FROM df, LATERAL (
              SELECT w.id FROM (
                SELECT c.id, c.search_text FROM kip.concepts c
-               WHERE c.space = {space} {type_filter} ORDER BY c.name LIMIT {window}) w
+               WHERE c.space = {space} {type_filter} ORDER BY c.id DESC LIMIT {window}) w
              WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
            WHERE df.common AND {common_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
          ),
