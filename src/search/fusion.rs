@@ -17,7 +17,17 @@
 //! * an element that waits for its embedding cannot be ranked by meaning, so
 //!   its keyword evidence stands for both halves (its semantic rank is taken
 //!   to be its keyword rank): a new element found by its exact name is not
-//!   pushed down by elements the model has already seen.
+//!   pushed down by elements the model has already seen;
+//! * an exact name or alias (keyword score `EXACT_MATCH` or more) comes
+//!   first, in keyword order, scored just under the ceiling: SEARCH grounds
+//!   a term to the entity it names (RC10 §5.2), and rank fusion alone put
+//!   `Domain` under `belongs_to_domain` for the term "Domain", and an exact
+//!   alias twenty places down once its element had a vector.
+//!
+//! A fused score is a rank, not a measure of likeness (a nonsense term's
+//! best semantic neighbour still fuses to about 0.49), so THRESHOLD in
+//! hybrid mode also asks the evidence behind a hit, its keyword score or
+//! its cosine similarity, to reach it ([`keep_evidence_at_least`]).
 
 use super::query::Hit;
 use crate::embed::settings::Fusion;
@@ -29,6 +39,8 @@ const SEMANTIC_WEIGHT: f64 = 0.7;
 const KEYWORD_WEIGHT: f64 = 0.3;
 /// Weakest keyword score that takes part in a fusion.
 pub const KEYWORD_FLOOR: f64 = 0.15;
+/// Keyword scores of an exact alias (0.95) or name (0.99).
+pub const EXACT_MATCH: f64 = 0.95;
 
 /// The highest fused score, reached only by an element both lists rank first.
 pub fn ceiling() -> f64 {
@@ -63,9 +75,27 @@ pub fn fuse(keyword: &[Hit], semantic: &[Hit], method: Fusion) -> Vec<Hit> {
             scores.values_mut().for_each(|s| *s *= ceiling());
         }
     }
+    for (rank, hit) in keyword.iter().enumerate().filter(|(_, h)| h.score >= EXACT_MATCH) {
+        scores.insert(hit.id, ceiling() - 1e-6 * rank as f64);
+    }
     let mut fused: Vec<Hit> = scores.into_iter().map(|(id, score)| Hit { id, score, unembedded: false }).collect();
     fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
     fused
+}
+
+/// The fused hits whose evidence reaches `threshold`: the keyword score
+/// (of a hit above the fusion's floor) or the semantic similarity, the
+/// larger. With no THRESHOLD (0) every hit stays.
+pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit], threshold: f64) -> Vec<Hit> {
+    if threshold <= 0.0 {
+        return fused;
+    }
+    let mut evidence: HashMap<i64, f64> = HashMap::new();
+    for hit in keyword.iter().filter(|h| h.score >= KEYWORD_FLOOR).chain(semantic) {
+        let best = evidence.entry(hit.id).or_insert(0.0);
+        *best = best.max(hit.score);
+    }
+    fused.into_iter().filter(|h| evidence.get(&h.id).is_some_and(|e| *e >= threshold)).collect()
 }
 
 /// Scores rescaled to [0, 1] over the list: its best hit 1, its worst 0
@@ -116,6 +146,29 @@ mod tests {
         assert!((fused[1].score - 0.3 * ceiling()).abs() < 1e-12);
         let both = fuse(&kw[..1], &sem[..1].iter().map(|h| Hit { id: 1, ..*h }).collect::<Vec<_>>(), Fusion::Weighted);
         assert!(both[0].score < 1.0);
+    }
+
+    #[test]
+    fn exact_names_and_aliases_come_first() {
+        // The exact alias (0.95) is third by keyword and absent from the
+        // semantic list; elements ranked well by both would outrank it.
+        let kw = vec![hit(1, 0.99), hit(2, 0.6), hit(3, 0.95), hit(4, 0.5)];
+        let sem = vec![hit(2, 0.8), hit(4, 0.7), hit(1, 0.6)];
+        for method in [Fusion::Rrf, Fusion::Weighted] {
+            let fused = fuse(&kw, &sem, method);
+            assert_eq!(fused.iter().map(|h| h.id).take(2).collect::<Vec<_>>(), vec![1, 3], "{method:?}: {fused:?}");
+            assert!(fused.iter().all(|h| h.score < 1.0));
+        }
+    }
+
+    #[test]
+    fn a_threshold_asks_for_evidence_not_just_a_rank() {
+        let kw = vec![hit(1, 0.2)];
+        let sem = vec![hit(2, 0.15), hit(3, 0.6)];
+        let fused = fuse(&kw, &sem, Fusion::Rrf);
+        let kept = keep_evidence_at_least(fused.clone(), &kw, &sem, 0.45);
+        assert_eq!(kept.iter().map(|h| h.id).collect::<Vec<_>>(), vec![3]);
+        assert_eq!(keep_evidence_at_least(fused.clone(), &kw, &sem, 0.0).len(), fused.len());
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
                 Some(v) => {
                     let kw = kw?;
                     let sem = semantic::search(q, &v, depth, semantic::Role::HybridHalf, ctx)?;
-                    threshold_and_limit(fusion::fuse(&kw, &sem, embed::settings::fusion()?), q)
+                    let fused = fusion::fuse(&kw, &sem, embed::settings::fusion()?);
+                    threshold_and_limit(fusion::keep_evidence_at_least(fused, &kw, &sem, q.threshold), q)
                 }
                 None => keyword_alone(q, ctx)?,
             }
