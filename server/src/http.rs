@@ -52,7 +52,12 @@ pub fn allowed_hosts(listen: std::net::SocketAddr) -> Option<Vec<String>> {
 
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
+        let mut response = (self.status, Json(self.body)).into_response();
+        // A 401 names the scheme it wants (RFC 9110 §15.5.2).
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }
 

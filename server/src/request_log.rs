@@ -177,7 +177,7 @@ impl RequestLog {
     pub async fn page(&self, caller: &Caller, cursor: Option<i64>, limit: i64) -> Result<Value, DbError> {
         let client = self.inner.db.client().await?;
         self.ensure_schema(&client).await?;
-        let rows = client.query(PAGE, &[&caller.space, &cursor, &(limit + 1)]).await?;
+        let rows = client.query(PAGE, &[&caller.space, &cursor, &(limit + 1)]).await.map_err(|e| self.schema_gone(e))?;
         let more = rows.len() as i64 > limit;
         let mut entries = Vec::new();
         let mut last_id = None;
@@ -205,6 +205,18 @@ impl RequestLog {
             out["next_cursor"] = json!(id.to_string());
         }
         Ok(out)
+    }
+
+    /// `e`, after forgetting that the schema exists when `e` says it does
+    /// not (the schema dropped, or the database re-created under the
+    /// gateway): the next use creates it again instead of failing until a
+    /// restart.
+    fn schema_gone(&self, e: tokio_postgres::Error) -> tokio_postgres::Error {
+        use tokio_postgres::error::SqlState;
+        if matches!(e.code(), Some(c) if *c == SqlState::UNDEFINED_TABLE || *c == SqlState::INVALID_SCHEMA_NAME) {
+            self.inner.schema_ready.store(false, Ordering::Release);
+        }
+        e
     }
 
     async fn ensure_schema(&self, client: &deadpool_postgres::Object) -> Result<(), DbError> {
@@ -258,7 +270,7 @@ impl RequestLog {
             .collect();
         let client = self.inner.db.client().await?;
         self.ensure_schema(&client).await?;
-        client.execute(INSERT, &[&Value::Array(rows)]).await?;
+        client.execute(INSERT, &[&Value::Array(rows)]).await.map_err(|e| self.schema_gone(e))?;
         Ok(())
     }
 
@@ -282,6 +294,7 @@ impl RequestLog {
         self.ensure_schema(&client).await?;
         Ok(client
             .execute("DELETE FROM kip_gateway.request_log WHERE at < now() - make_interval(days => $1)", &[&days])
-            .await?)
+            .await
+            .map_err(|e| self.schema_gone(e))?)
     }
 }

@@ -92,9 +92,14 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                 let attrs = patch(attributes, "x", kind, &mut params)?;
                 let meta = patch(metadata, "x", kind, &mut params)?;
                 // `table` is one of two constants below, never user text.
+                // Only rows whose content changes are written and counted
+                // (RC10 §4.3: `updated` counts the elements actually
+                // mutated): setting a value an element already holds is no
+                // write, no version and no history row.
                 Ok(format!(
                     "UPDATE {table} x SET attributes = x.attributes || {attrs}, metadata = x.metadata || {meta} \
-                     FROM {} AND ({attrs} <> '{{}}'::jsonb OR {meta} <> '{{}}'::jsonb) RETURNING 1",
+                     FROM {} AND (x.attributes || {attrs} IS DISTINCT FROM x.attributes \
+                                  OR x.metadata || {meta} IS DISTINCT FROM x.metadata) RETURNING 1",
                     allowed_targets(kind)
                 ))
             };

@@ -20,6 +20,11 @@ fn null_or_non_numeric_operands_skip_only_that_key() {
     let out = run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { score: ADD(?s.attributes.missing, 1) } WHERE { ?s {type: "Symptom"} }"#);
     assert_eq!(out, json!({"updated": 0, "matched": 2}));
     assert_eq!(concept(&mut c, "Symptom", "Headache")["metadata"]["_version"], v);
+    // A value the elements already hold mutates nothing (RC10 §4.3).
+    let out = run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { touched: true } WHERE { ?s {type: "Symptom"} }"#);
+    assert_eq!(out, json!({"updated": 0, "matched": 2}));
+    let out = run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { severity: "moderate" } WHERE { ?s {type: "Symptom"} }"#);
+    assert_eq!(out, json!({"updated": 1, "matched": 2}), "only the symptom without that value changes");
 }
 
 #[test]

@@ -41,6 +41,9 @@ async fn unauthenticated_requests_get_401_before_the_body_is_read() {
     assert_error(&s.post_raw("/kip", Some("nope-nope"), b"not json".to_vec()).await, 401, "KIP_3004");
     let basic = client().post(format!("{}/kip", s.base)).header("Authorization", format!("Basic {ALICE_RW}")).body("{}");
     assert_error(&send(basic).await, 401, "KIP_3004");
+    // A 401 names the scheme it wants (RFC 9110 §15.5.2).
+    let plain = client().post(format!("{}/kip", s.base)).header("content-type", "application/json").body("{}").send().await.unwrap();
+    assert_eq!(plain.headers().get("www-authenticate").and_then(|v| v.to_str().ok()), Some("Bearer"));
     // With a key, the same oversized body is 413 and bad JSON is 400.
     assert_error(&s.post_raw("/kip", Some(ALICE_RW), vec![b'x'; 100_000]).await, 413, "KIP_4002");
     assert_error(&s.post_raw("/kip", Some(ALICE_RW), b"not json".to_vec()).await, 400, "KIP_1001");

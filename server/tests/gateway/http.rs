@@ -104,6 +104,39 @@ async fn bad_input_gets_json_envelopes() {
     assert_eq!(s.get("/health").await.0, 200);
 }
 
+/// The request log comes back by itself when its schema goes (dropped, or
+/// the database re-created under the gateway): it failed until a restart.
+#[tokio::test]
+async fn the_request_log_recreates_its_schema() {
+    // A database of its own: the other tests' logs live in the shared one.
+    let shared = db_or_skip!();
+    let (base, _) = shared.rsplit_once('/').expect("a database URL ends with /<database>");
+    let admin = pg(&shared).await;
+    admin.batch_execute("DROP DATABASE IF EXISTS kip_gateway_schema_test WITH (FORCE)").await.unwrap();
+    admin.batch_execute("CREATE DATABASE kip_gateway_schema_test").await.unwrap();
+    let url = format!("{base}/kip_gateway_schema_test");
+    pg(&url).await.batch_execute("CREATE EXTENSION kip CASCADE").await.unwrap();
+    let s = open_server(&url).await;
+    let space = unique("gw_log_schema");
+    let sp = Some(space.as_str());
+    assert_eq!(s.kip_as(None, sp, "execute_kip", cmd("DESCRIBE PRIMER")).await.0, 200);
+    let mut page = Value::Null;
+    for _ in 0..100 {
+        page = s.kip_as(None, sp, "list_logs", json!({"limit": 10})).await.1;
+        if page["result"].as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(page["result"].as_array().is_some_and(|a| !a.is_empty()), "{page}");
+    pg(&url).await.batch_execute("DROP SCHEMA kip_gateway CASCADE").await.unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(s.kip_as(None, sp, "list_logs", json!({"limit": 10})).await.0);
+    }
+    assert_eq!(statuses.last(), Some(&200), "{statuses:?}");
+}
+
 /// `/kip` takes JSON bodies only, and on a loopback listener loopback Host
 /// names only: a web page can neither post a form or text to it (a CORS
 /// "simple request", sent without asking) nor reach it through a name
