@@ -397,6 +397,20 @@ fn the_external_provider_stores_and_searches_application_vectors() {
     assert!(c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &nan]).is_err());
     let zero: Vec<f32> = vec![0.0; 384];
     assert!(c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &zero]).is_err());
+    // Norms that single precision cannot hold: a cosine of ±1 or NaN to
+    // everything.
+    for tiny_or_huge in [1e-30f32, 1e30f32] {
+        let v: Vec<f32> = vec![tiny_or_huge; 384];
+        assert!(c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &v]).is_err(), "{tiny_or_huge}");
+    }
+    // NULL arguments of kip_search are KIP errors in the envelope.
+    let none: Option<Vec<f32>> = None;
+    let out: Value = c.query_one("SELECT kip_search('SEARCH CONCEPT \"x\"', $1)", &[&none]).unwrap().get(0);
+    assert_eq!(out["error"]["code"], "KIP_1001", "{out}");
+    // kip_execute cannot search by meaning here, and DESCRIBE says so.
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    assert_eq!(primer["search"]["modes"], json!(["keyword"]), "{primer}");
+    assert!(primer["search"]["fallback"].as_str().unwrap().contains("kip_search"), "{primer}");
     let missing: bool = c.query_one("SELECT kip_set_embedding('C:999999999', $1)", &[&unit(0)]).unwrap().get(0);
     assert!(!missing);
     assert!(c.query_one("SELECT kip_set_embedding('X:1', $1)", &[&unit(0)]).is_err());

@@ -36,12 +36,16 @@ pub struct Availability {
 
 impl Availability {
     /// The search capability as DESCRIBE PRIMER advertises it.
+    /// With the `external` provider kip embeds no query itself: a SEARCH
+    /// sent through kip_execute runs as keyword, and only kip_search, which
+    /// takes the application's query vector, searches by meaning; the
+    /// advertisement says so (RC10 §5.2.1: advertise what actually runs).
     pub fn describe(&self) -> Value {
-        let modes: Vec<&str> =
-            if self.available { vec!["keyword", "semantic", "hybrid"] } else { vec!["keyword"] };
+        let by_text = self.available && self.provider != Provider::External;
+        let modes: Vec<&str> = if by_text { vec!["keyword", "semantic", "hybrid"] } else { vec!["keyword"] };
         let mut v = json!({
             "modes": modes,
-            "default_mode": if self.available { "hybrid" } else { "keyword" },
+            "default_mode": if by_text { "hybrid" } else { "keyword" },
             "embedding_provider": self.provider.name(),
         });
         if self.provider == Provider::Onnx {
@@ -49,6 +53,10 @@ impl Availability {
         }
         if let Some(reason) = &self.reason {
             v["fallback"] = json!(format!("semantic and hybrid SEARCH run as keyword: {reason}"));
+        } else if self.provider == Provider::External {
+            v["fallback"] = json!(
+                "semantic and hybrid SEARCH run as keyword in kip_execute: with kip.embedding_provider = 'external' they take the application's query vector through kip_search(command, query_embedding)"
+            );
         }
         v
     }
