@@ -49,15 +49,37 @@ fn expr(e: &UpdateExpr, alias: &str, kind: ElementKind, params: &mut Params) -> 
     })
 }
 
-/// A jsonb number as float8, SQL NULL for anything else; `e` is evaluated once.
+/// Whether the numeric `n` is a double: zero, or of a magnitude between the
+/// smallest normal double and the largest.
+fn a_double(n: &str) -> String {
+    format!("({n} = 0 OR abs({n}) BETWEEN 2.2250738585072014e-308 AND 1.7976931348623157e308)")
+}
+
+/// A jsonb number as float8, SQL NULL for anything else (a number beyond a
+/// double's range too); `e` is evaluated once.
 fn num(e: &str) -> String {
-    format!("(SELECT CASE WHEN jsonb_typeof(s.v) = 'number' THEN s.v::float8 END FROM (SELECT {e} AS v) s)")
+    format!(
+        "(SELECT CASE WHEN jsonb_typeof(s.v) = 'number' AND {} THEN s.v::float8 END FROM (SELECT {e} AS v) s)",
+        a_double("s.v::numeric")
+    )
+}
+
+/// `a <op> b` over two doubles, as jsonb; SQL NULL ("skip the key", RC10
+/// §4.3) when the result leaves a double's range, which float8 arithmetic
+/// would raise as an error and abort the whole UPDATE.
+fn arithmetic(a: &str, op: &str, b: &str) -> String {
+    format!(
+        "(SELECT CASE WHEN {} THEN to_jsonb(r.n::float8) END FROM (SELECT {}::numeric {op} {}::numeric AS n) r)",
+        a_double("r.n"),
+        num(a),
+        num(b)
+    )
 }
 
 fn call(func: UpdateFunc, args: &[String]) -> String {
     match (func, args) {
-        (UpdateFunc::Add, [a, b]) => format!("to_jsonb({} + {})", num(a), num(b)),
-        (UpdateFunc::Mul, [a, b]) => format!("to_jsonb({} * {})", num(a), num(b)),
+        (UpdateFunc::Add, [a, b]) => arithmetic(a, "+", b),
+        (UpdateFunc::Mul, [a, b]) => arithmetic(a, "*", b),
         (UpdateFunc::Clamp, [x, lo, hi]) => format!(
             "(SELECT CASE WHEN c.x IS NULL OR c.lo IS NULL OR c.hi IS NULL THEN NULL ELSE to_jsonb(LEAST(GREATEST(c.x, c.lo), c.hi)) END \
              FROM (SELECT {} AS x, {} AS lo, {} AS hi) c)",

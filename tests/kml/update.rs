@@ -20,6 +20,17 @@ fn null_or_non_numeric_operands_skip_only_that_key() {
     let out = run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { score: ADD(?s.attributes.missing, 1) } WHERE { ?s {type: "Symptom"} }"#);
     assert_eq!(out, json!({"updated": 0, "matched": 2}));
     assert_eq!(concept(&mut c, "Symptom", "Headache")["metadata"]["_version"], v);
+    // A result beyond a double's range skips its key, like a null operand;
+    // it aborted the whole UPDATE.
+    run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { big: 1e308 } WHERE { ?s {type: "Symptom", name: "Headache"} }"#);
+    let out = run(
+        &mut c,
+        r#"UPDATE ?s SET ATTRIBUTES { big: MUL(?s.attributes.big, 10), sum: ADD(?s.attributes.big, ?s.attributes.big), ok: ADD(0.1, 0.2) }
+           WHERE { ?s {type: "Symptom", name: "Headache"} }"#,
+    );
+    assert_eq!(out, json!({"updated": 1, "matched": 1}));
+    let h = concept(&mut c, "Symptom", "Headache");
+    assert_eq!((h["attributes"]["big"].clone(), h["attributes"].get("sum"), h["attributes"]["ok"].clone()), (json!(1e308), None, json!(0.3)));
     // A value the elements already hold mutates nothing (RC10 §4.3).
     let out = run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { touched: true } WHERE { ?s {type: "Symptom"} }"#);
     assert_eq!(out, json!({"updated": 0, "matched": 2}));
