@@ -8,8 +8,8 @@
 -- them. The ids' default is now kip.issue_element_id(), nextval of the same
 -- sequence remembered by the backend, and a BEFORE INSERT trigger refuses a
 -- row whose id was not just issued, unless it restores an element deleted
--- from the same space (kip_revert); a superuser and a restore with
--- row_security off (pg_restore) are not checked. An update can no longer
+-- from the same space (kip_revert); a superuser, a kip_admin member and a
+-- restore with row_security off (pg_restore) are not checked. An update can no longer
 -- change an id (the touch functions, same symbols). Stored rows are not
 -- touched.
 CREATE FUNCTION kip.issue_element_id() RETURNS bigint

@@ -185,9 +185,10 @@ CREATE TRIGGER concepts_touch BEFORE UPDATE ON kip.concepts
 CREATE TRIGGER propositions_touch BEFORE UPDATE ON kip.propositions
     FOR EACH ROW EXECUTE FUNCTION kip.touch_proposition();
 
--- A row keeps the id kip issued it: no writer chooses one (a superuser and a
--- restore with row_security off, such as pg_restore, excepted), and an
--- update never changes it (the touch functions).
+-- A row keeps the id kip issued it: no writer chooses one (a superuser, a
+-- kip_admin member and a restore with row_security off, such as
+-- pg_restore, excepted), and an update never changes it (the touch
+-- functions).
 CREATE FUNCTION kip.check_element_id() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'kip_check_element_id';
 CREATE TRIGGER concepts_element_id BEFORE INSERT ON kip.concepts

@@ -291,6 +291,14 @@ fn element_ids_and_command_hashes_are_kips() {
     };
     assert_eq!(bait, (own.clone(), "Bait".to_string(), json!({})));
 
+    // An administrator of every space may load rows with ids it drew first.
+    let kadmin = login_role(&mut admin, "idadmin", "kip_admin");
+    let mut k = connect_as(&kadmin, DB);
+    let drawn: i64 = k.query_one("SELECT nextval('kip.element_id_seq')", &[]).unwrap().get(0);
+    k.execute("INSERT INTO kip.concepts (id, space, type, name) VALUES ($1, $2, 'Person', 'Loaded')", &[&drawn, &own]).unwrap();
+    drop(k);
+    drop_role(&mut admin, &kadmin);
+
     // kip_explain refuses a space the caller cannot read, as kip_execute does.
     w.execute("SELECT set_config('kip.space', $1, false)", &[&secret]).unwrap();
     let plan: String = w.query_one("SELECT kip_explain('FIND(?p) WHERE { ?p {type: \"Person\"} }', '{}', true)", &[]).unwrap().get(0);
