@@ -371,7 +371,7 @@ DECLARE
     frontier bigint[];
     round_ids bigint[];
     exists_now boolean;
-    moved_to text;
+    now_in text;
 BEGIN
     SELECT * INTO ref FROM kip.parse_element_ref(id);
     SELECT h.space, h.after, h.version INTO target
@@ -423,15 +423,14 @@ BEGIN
             PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: its endpoint P:%s no longer exists', id, version, missing),
                 format('Revert P:%s first (kip_history(''P:%s'') lists its versions).', missing, missing));
         END IF;
-        exists_now := EXISTS (SELECT 1 FROM kip.propositions p WHERE p.id = ref.element_id AND p.space = sp);
-        moved_to := (SELECT p.space FROM kip.propositions p WHERE p.id = ref.element_id AND p.space <> sp);
+        now_in := (SELECT p.space FROM kip.propositions p WHERE p.id = ref.element_id);
     ELSE
-        exists_now := EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = ref.element_id AND c.space = sp);
-        moved_to := (SELECT c.space FROM kip.concepts c WHERE c.id = ref.element_id AND c.space <> sp);
+        now_in := (SELECT c.space FROM kip.concepts c WHERE c.id = ref.element_id);
     END IF;
-    IF moved_to IS NOT NULL THEN
-        PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s of memory space %L: the element is now in memory space %L', id, version, sp, moved_to),
-            format('Revert it to a version it had in %L (kip_history(%L) lists them), or move it back first.', moved_to, id));
+    exists_now := now_in IS NOT DISTINCT FROM sp;
+    IF now_in <> sp THEN
+        PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s of memory space %L: the element is now in memory space %L', id, version, sp, now_in),
+            format('Revert it to a version it had in %L (kip_history(%L) lists them), or move it back first.', now_in, id));
     END IF;
 
     BEGIN

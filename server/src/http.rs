@@ -85,36 +85,15 @@ async fn health(State(state): State<Arc<AppState>>) -> Reply {
 
 /// `POST /kip` with `{"method": ..., "params": ...}`.
 async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Reply {
-    if let Some(hosts) = &state.allowed_hosts {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
-        if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-            return Reply::error(
-                StatusCode::FORBIDDEN,
-                "KIP_3004",
-                format!("the Host header {host:?} is not allowed on a loopback listener"),
-                "Address the gateway as localhost or 127.0.0.1 (a page served under another name cannot reach it).",
-            );
-        }
+    if let Err(reply) = check_host(&state, &headers) {
+        return reply;
     }
     let caller = match state.keys.authenticate(&headers) {
         Ok(c) => c,
         Err(reply) => return reply,
     };
-    // A JSON body only: a web page can send a cross-site POST of a form or
-    // of text/plain without the browser asking the gateway first (CORS
-    // "simple requests"), but not one of application/json.
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return Reply::error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "KIP_1001",
-            "the request body must be sent as Content-Type: application/json",
-            "Send the header Content-Type: application/json (curl: -H 'Content-Type: application/json').",
-        );
+    if let Err(reply) = check_json_body(&headers) {
+        return reply;
     }
     let bytes = match read_body(&headers, body, state.max_body_bytes).await {
         Ok(b) => b,
@@ -133,6 +112,41 @@ async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
     };
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
     state.gateway.call_to_completion(caller, method.to_string(), params).await
+}
+
+/// On a loopback listener, only the loopback Host names ([`allowed_hosts`]).
+fn check_host(state: &AppState, headers: &HeaderMap) -> Result<(), Reply> {
+    let Some(hosts) = &state.allowed_hosts else { return Ok(()) };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    if hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        return Ok(());
+    }
+    Err(Reply::error(
+        StatusCode::FORBIDDEN,
+        "KIP_3004",
+        format!("the Host header {host:?} is not allowed on a loopback listener"),
+        "Address the gateway as localhost or 127.0.0.1 (a page served under another name cannot reach it).",
+    ))
+}
+
+/// A JSON body only: a web page can send a cross-site POST of a form or of
+/// text/plain without the browser asking the gateway first (CORS "simple
+/// requests"), but not one of application/json.
+fn check_json_body(headers: &HeaderMap) -> Result<(), Reply> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if json {
+        return Ok(());
+    }
+    Err(Reply::error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "KIP_1001",
+        "the request body must be sent as Content-Type: application/json",
+        "Send the header Content-Type: application/json (curl: -H 'Content-Type: application/json').",
+    ))
 }
 
 fn too_large(limit: usize) -> Reply {

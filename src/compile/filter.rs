@@ -454,13 +454,10 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
             let parts = items.iter().map(|i| compile_filter(access, cx, i)).collect::<Result<Vec<_>, _>>()?;
             format!("({})", parts.join(joiner))
         }
-        Expr::Compare { op: op @ (CompareOp::Eq | CompareOp::Ne), left, right }
-            if short_id_comparison(access, left, right).is_some() =>
-        {
-            let (id, literal) = short_id_comparison(access, left, right).expect("checked by the guard");
-            compare(cx, *op, id, literal)?
-        }
         Expr::Compare { op, left, right } => {
+            if let Some((id, literal)) = short_id_comparison(access, *op, left, right) {
+                return compare(cx, *op, id, literal);
+            }
             let a = operand(access, cx, left)?;
             let b = operand(access, cx, right)?;
             let exact = compare(cx, *op, a, b)?;
@@ -487,11 +484,14 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
     })
 }
 
-/// `?x.id == "P:92"`: an id written without its predicate, as clauses
+/// `?x.id == "P:92"` (or `!=`): an id written without its predicate, as clauses
 /// accept it (`(id: "P:92")`), against an element of that kind compares
 /// the numeric id; `?x.id` is otherwise the full text `P:92:treats`. The
 /// pair is (the variable's id, the literal).
-fn short_id_comparison(access: &mut dyn VarAccess, left: &Expr, right: &Expr) -> Option<(Operand, Operand)> {
+fn short_id_comparison(access: &mut dyn VarAccess, op: CompareOp, left: &Expr, right: &Expr) -> Option<(Operand, Operand)> {
+    if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
+        return None;
+    }
     let (path, value) = match (left, right) {
         (Expr::Path(p), Expr::Value(v)) | (Expr::Value(v), Expr::Path(p)) => (p, v),
         _ => return None,

@@ -58,19 +58,13 @@ pub struct BulkSql {
 pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>, refusal: &str, action: BulkAction) -> Result<BulkSql, KipError> {
     let targets = targets_sql(clauses, env, var, limit)?;
     let mut params = targets.params;
-    // The target's own FILTERs, checked again on the row being written
-    // (`recheck`): ` AND (…)` after the row's other conditions, or nothing.
-    let again = |kind: ElementKind, params: &mut Params| -> Result<String, KipError> {
-        Ok(recheck_sql(clauses, env, params, var, kind, "x")?.map(|sql| format!(" AND ({sql})")).unwrap_or_default())
-    };
-    let concepts_again = again(ElementKind::Concept, &mut params)?;
-    let links_again = again(ElementKind::Proposition, &mut params)?;
-    let allowed_targets = |kind: ElementKind| {
-        let again = match kind {
-            ElementKind::Concept => &concepts_again,
-            ElementKind::Proposition => &links_again,
-        };
-        format!("{}{again}", allowed_targets(kind))
+    // The rows of each table the statement may write: the targets, with
+    // the target's own FILTERs checked again on the row (`recheck`).
+    let concept_rows = allowed_targets(ElementKind::Concept, recheck_sql(clauses, env, &mut params, var, ElementKind::Concept, "x")?);
+    let link_rows = allowed_targets(ElementKind::Proposition, recheck_sql(clauses, env, &mut params, var, ElementKind::Proposition, "x")?);
+    let rows_of = |kind: ElementKind| match kind {
+        ElementKind::Concept => &concept_rows,
+        ElementKind::Proposition => &link_rows,
     };
     let head = format!(
         "t AS MATERIALIZED ({targets}), refusal AS MATERIALIZED ({refusal}), \
@@ -100,7 +94,7 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                     "UPDATE {table} x SET attributes = x.attributes || {attrs}, metadata = x.metadata || {meta} \
                      FROM {} AND (x.attributes || {attrs} IS DISTINCT FROM x.attributes \
                                   OR x.metadata || {meta} IS DISTINCT FROM x.metadata) RETURNING 1",
-                    allowed_targets(kind)
+                    rows_of(kind)
                 ))
             };
             let concepts = rewrite("kip.concepts", ElementKind::Concept)?;
@@ -113,7 +107,7 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
             let strip = |table: &str, kind: ElementKind| {
                 format!(
                     "UPDATE {table} x SET {column} = x.{column} - {keys} FROM {} AND x.{column} ?| {keys} RETURNING 1",
-                    allowed_targets(kind)
+                    rows_of(kind)
                 )
             };
             both_tables(strip("kip.concepts", ElementKind::Concept), strip("kip.propositions", ElementKind::Proposition))
@@ -131,7 +125,7 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                  SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
              ) \
              SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM doomed), 0, {refusal_cols} {tail}",
-            allowed_targets(ElementKind::Proposition)
+            link_rows
         ),
         BulkAction::DeleteConcepts => format!(
             "WITH RECURSIVE {head}, \
@@ -147,7 +141,7 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
                  SELECT p.id FROM kip.propositions p JOIN doomed d ON p.subject_link = d.id OR p.object_link = d.id \
              ) \
              SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM gone), (SELECT count(*) FROM doomed), {refusal_cols} {tail}",
-            allowed_targets(ElementKind::Concept)
+            concept_rows
         ),
     };
     Ok(BulkSql { sql, params })
@@ -155,11 +149,13 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
 
 /// After `FROM` / `USING` of a rewrite or removal of the table row `x`: the
 /// targets of `kind` (concepts carry their type, links do not), in the
-/// space, only when nothing was refused.
-fn allowed_targets(kind: ElementKind) -> String {
+/// space, only when nothing was refused, and holding `recheck` (SQL over
+/// `x`) when there is one.
+fn allowed_targets(kind: ElementKind, recheck: Option<String>) -> String {
     let kind_test = match kind {
         ElementKind::Concept => "NOT NULL",
         ElementKind::Proposition => "NULL",
     };
-    format!("t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text")
+    let recheck = recheck.map(|sql| format!(" AND ({sql})")).unwrap_or_default();
+    format!("t, allowed WHERE allowed.ok AND x.id = t.id AND t.type IS {kind_test} AND x.space = $1::text{recheck}")
 }

@@ -20,7 +20,6 @@ use crate::compile::kml_match::pair_sql;
 use crate::resolve;
 use crate::exec::{spi, Access, SqlParam};
 use crate::resolve::protection;
-use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
 use kip_lang::ast::{Command, ConceptSelector, Merge, WhereClause};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::{json, Map, Value};
@@ -74,9 +73,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     // A definition merged away would leave its instances with a type that
     // no longer exists (they cannot be merged into the target's: MERGE
     // joins concepts of one type).
-    if definition_in_use(ctx, &source)? {
-        return Err(protection::definition_in_use("merge", &source.type_name, &source.name));
-    }
+    protection::check_merge_source(&ctx.space, &source.type_name, &source.name)?;
     let mut counts = repoint::Counts::default();
     repoint::repoint(&ctx.space, ElementRef::concept(source.id), ElementRef::concept(target.id), &mut counts)?;
     let (attributes, filled) = fill::attributes(&target.attributes, &source.attributes, &source.name);
@@ -92,17 +89,6 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         Access::ReadWrite,
     )?;
     Ok(Outcome::new(report(counts.repointed, counts.deduplicated, filled as u64)))
-}
-
-/// Whether `node` defines a type or predicate that elements of the space use.
-fn definition_in_use(ctx: &Ctx, node: &Node) -> Result<bool, KipError> {
-    let sql = match node.type_name.as_str() {
-        CONCEPT_TYPE => "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2)",
-        PROPOSITION_TYPE => "SELECT EXISTS (SELECT 1 FROM kip.propositions WHERE space = $1 AND predicate = $2)",
-        _ => return Ok(false),
-    };
-    let used = spi::query_scalar(sql, &[ctx.space.param(), SqlParam::Text(node.name.clone())], Access::ReadWrite)?;
-    Ok(used == Value::Bool(true))
 }
 
 fn report(repointed: u64, deduplicated: u64, filled: u64) -> Value {

@@ -147,7 +147,6 @@ pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
     Ok(script)
 }
 
-/// The result of a dry run: the command was parsed and bound, nothing ran.
 /// A dry run's answer: the syntax, the parameters and the checks that need
 /// no database passed. (Whether types are registered is not checked: a
 /// space's first write bootstraps them, and a dry run writes nothing.)
@@ -158,6 +157,8 @@ fn dry_run_outcome(script: &Script) -> Result<Outcome, KipError> {
     Ok(dry_run_result(script))
 }
 
+/// What a dry run that passed reports: UPSERT's report with no ids, else
+/// that the command is valid.
 fn dry_run_result(script: &Script) -> Outcome {
     if script.commands.iter().all(|c| matches!(c, Command::Upsert(_))) {
         return Outcome::new(json!({

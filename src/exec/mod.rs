@@ -10,6 +10,7 @@ pub mod pg_error;
 pub mod spi;
 pub mod subxact;
 pub mod touch;
+pub(crate) mod trigger;
 pub mod cursor;
 pub mod extensions;
 
@@ -30,22 +31,4 @@ macro_rules! v1_function_info {
 }
 pub(crate) use v1_function_info;
 
-/// The trigger data of a C trigger function's call; an error when the
-/// function `name` was called some other way.
-pub(crate) unsafe fn trigger_data(fcinfo: pgrx::pg_sys::FunctionCallInfo, name: &str) -> *const pgrx::pg_sys::TriggerData {
-    let trigger = (*fcinfo).context as *const pgrx::pg_sys::TriggerData;
-    if trigger.is_null() || (*trigger).type_ != pgrx::pg_sys::NodeTag::T_TriggerData {
-        pgrx::error!("{name}() must be called as a trigger");
-    }
-    trigger
-}
-
-/// The body of a statement trigger that tells every backend its table
-/// changed: a relcache invalidation of the trigger's table, which backends
-/// that remember something read from it watch (`known`, the grants of
-/// `governance::privileges`).
-pub(crate) unsafe fn invalidate_trigger_table(fcinfo: pgrx::pg_sys::FunctionCallInfo, name: &str) -> pgrx::pg_sys::Datum {
-    let trigger = trigger_data(fcinfo, name);
-    pgrx::pg_sys::CacheInvalidateRelcacheByRelid((*(*trigger).tg_relation).rd_id);
-    pgrx::pg_sys::Datum::from(0usize)
-}
+pub(crate) use trigger::{invalidate_trigger_table, trigger_data};

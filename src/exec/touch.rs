@@ -18,6 +18,7 @@
 //! row comparison and building a new tuple. Here the new tuple is the
 //! incoming one with three columns replaced.
 
+use super::trigger::{self, value};
 use pgrx::pg_sys;
 use std::ffi::CStr;
 
@@ -37,34 +38,12 @@ const PROPOSITION_CONTENT: &[&CStr] = &[
     c"metadata",
 ];
 
-/// The column's number in the table, by name: looked up on every call, so
-/// a table whose columns were dropped or added by an upgrade is read right.
+/// How the shared trigger helpers name these functions in errors.
+const WHAT: &str = "version trigger";
+
+/// A content column's number (see `trigger::column`).
 unsafe fn column(desc: pg_sys::TupleDesc, name: &CStr) -> i32 {
-    let attnum = pg_sys::SPI_fnumber(desc, name.as_ptr());
-    if attnum <= 0 {
-        pgrx::error!("kip: the version trigger's table has no column {}", name.to_string_lossy());
-    }
-    attnum
-}
-
-/// The column's number, checked to be of `type_oid`: the three columns the
-/// trigger writes are built as an int4 and two timestamptz datums, and a
-/// table of another shape (the function attached to a table of the user's)
-/// gets an error instead of a datum of the wrong type.
-unsafe fn typed_column(desc: pg_sys::TupleDesc, name: &CStr, type_oid: pg_sys::Oid) -> i32 {
-    let attnum = column(desc, name);
-    let attr = (*desc).attrs.as_ptr().add(attnum as usize - 1);
-    if (*attr).atttypid != type_oid {
-        pgrx::error!("kip: the version trigger's column {} is not of the type kip's tables give it", name.to_string_lossy());
-    }
-    attnum
-}
-
-/// Column `attnum` of `tuple`, and whether it is NULL.
-unsafe fn value(tuple: pg_sys::HeapTuple, desc: pg_sys::TupleDesc, attnum: i32) -> (pg_sys::Datum, bool) {
-    let mut null = false;
-    let datum = pg_sys::SPI_getbinval(tuple, desc, attnum, &mut null);
-    (datum, null)
+    trigger::column(desc, name, WHAT)
 }
 
 /// Whether column `attnum` differs between the rows, as `IS DISTINCT FROM`
@@ -89,12 +68,8 @@ unsafe fn differs(desc: pg_sys::TupleDesc, old: pg_sys::HeapTuple, new: pg_sys::
 }
 
 unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr]) -> pg_sys::Datum {
-    let trigger = super::trigger_data(fcinfo, name);
-    let event = (*trigger).tg_event;
-    let before_row_update = event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_UPDATE
-        && event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE
-        && event & pg_sys::TRIGGER_EVENT_ROW != 0;
-    if !before_row_update {
+    let trigger = trigger::trigger_data(fcinfo, name);
+    if !trigger::fired_before_row(trigger, pg_sys::TRIGGER_EVENT_UPDATE) {
         pgrx::error!("{name}() must be a BEFORE UPDATE ... FOR EACH ROW trigger");
     }
     let desc = (*(*trigger).tg_relation).rd_att;
@@ -113,9 +88,11 @@ unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr])
         );
     }
 
-    let version = typed_column(desc, c"version", pg_sys::INT4OID);
-    let created_at = typed_column(desc, c"created_at", pg_sys::TIMESTAMPTZOID);
-    let updated_at = typed_column(desc, c"updated_at", pg_sys::TIMESTAMPTZOID);
+    // The three columns written back are built as an int4 and two
+    // timestamptz datums: checked to be of those types.
+    let version = trigger::typed_column(desc, c"version", pg_sys::INT4OID, WHAT);
+    let created_at = trigger::typed_column(desc, c"created_at", pg_sys::TIMESTAMPTZOID, WHAT);
+    let updated_at = trigger::typed_column(desc, c"updated_at", pg_sys::TIMESTAMPTZOID, WHAT);
     let (old_version, version_null) = value(old, desc, version);
     let (old_created, created_null) = value(old, desc, created_at);
     let (old_updated, updated_null) = value(old, desc, updated_at);

@@ -24,6 +24,7 @@
 //! it passes once).
 
 use crate::exec::spi::{self, SqlParam};
+use crate::exec::trigger;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::cell::Cell;
@@ -57,13 +58,9 @@ pub unsafe extern "C-unwind" fn kip_issue_element_id(_fcinfo: pg_sys::FunctionCa
 #[no_mangle]
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn kip_check_element_id(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let trigger = crate::exec::trigger_data(fcinfo, "kip.check_element_id");
-    let event = (*trigger).tg_event;
-    let before_row_insert = event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_INSERT
-        && event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE
-        && event & pg_sys::TRIGGER_EVENT_ROW != 0;
+    let trigger = trigger::trigger_data(fcinfo, "kip.check_element_id");
     let kind = trigger_argument(trigger);
-    if !before_row_insert || !matches!(kind.as_deref(), Some("concept" | "proposition")) {
+    if !trigger::fired_before_row(trigger, pg_sys::TRIGGER_EVENT_INSERT) || !matches!(kind.as_deref(), Some("concept" | "proposition")) {
         pgrx::error!("kip.check_element_id() must be a BEFORE INSERT ... FOR EACH ROW trigger with the argument 'concept' or 'proposition'");
     }
     let row = (*trigger).tg_trigtuple;
@@ -124,29 +121,17 @@ unsafe fn trigger_argument(trigger: *const pg_sys::TriggerData) -> Option<String
     Some(std::ffi::CStr::from_ptr(arg).to_string_lossy().into_owned())
 }
 
-unsafe fn column_number(desc: pg_sys::TupleDesc, name: &std::ffi::CStr, type_oid: pg_sys::Oid) -> i32 {
-    let attnum = pg_sys::SPI_fnumber(desc, name.as_ptr());
-    if attnum <= 0 || pg_sys::SPI_gettypeid(desc, attnum) != type_oid {
-        pgrx::error!("kip.check_element_id(): the table has no column {} of kip's type", name.to_string_lossy());
-    }
-    attnum
-}
+/// How the shared trigger helpers name this function in errors.
+const WHAT: &str = "element id trigger";
 
 unsafe fn column_i64(row: pg_sys::HeapTuple, desc: pg_sys::TupleDesc, name: &std::ffi::CStr) -> Option<i64> {
-    let attnum = column_number(desc, name, pg_sys::INT8OID);
-    let mut null = false;
-    let datum = pg_sys::SPI_getbinval(row, desc, attnum, &mut null);
+    let (datum, null) = trigger::value(row, desc, trigger::typed_column(desc, name, pg_sys::INT8OID, WHAT));
     (!null).then(|| datum.value() as i64)
 }
 
 unsafe fn column_text(row: pg_sys::HeapTuple, desc: pg_sys::TupleDesc, name: &std::ffi::CStr) -> Option<String> {
-    let attnum = column_number(desc, name, pg_sys::TEXTOID);
-    let mut null = false;
-    let datum = pg_sys::SPI_getbinval(row, desc, attnum, &mut null);
-    if null {
-        return None;
-    }
-    String::from_datum(datum, false)
+    let (datum, null) = trigger::value(row, desc, trigger::typed_column(desc, name, pg_sys::TEXTOID, WHAT));
+    String::from_datum(datum, null)
 }
 
 crate::exec::v1_function_info!(pg_finfo_kip_issue_element_id, pg_finfo_kip_check_element_id);

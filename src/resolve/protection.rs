@@ -269,6 +269,21 @@ pub fn check_link_patch(space: &Space, id: i64, attrs: &Map<String, Value>, meta
     Ok(())
 }
 
+/// MERGE's side of the rule of [`definition_in_use`]: refuse to merge away
+/// the concept `type_name`/`name` when it defines a type or predicate the
+/// space uses. (DELETE CONCEPT applies it in its statement, `BulkRules`.)
+pub fn check_merge_source(space: &Space, type_name: &str, name: &str) -> Result<(), KipError> {
+    let sql = match type_name {
+        CONCEPT_TYPE => "SELECT EXISTS (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2)",
+        PROPOSITION_TYPE => "SELECT EXISTS (SELECT 1 FROM kip.propositions WHERE space = $1 AND predicate = $2)",
+        _ => return Ok(()),
+    };
+    if spi::query_scalar(sql, &[space.param(), SqlParam::Text(name.to_string())], Access::ReadWrite)? == Value::Bool(true) {
+        return Err(definition_in_use("merge", type_name, name));
+    }
+    Ok(())
+}
+
 /// Which targets a bulk command (UPDATE, DELETE) may not touch.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BulkRules {

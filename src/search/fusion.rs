@@ -50,7 +50,7 @@ pub fn ceiling() -> f64 {
 /// Fuse two rankings (each ordered best first) into one, best first; ties
 /// are broken by id so the order is deterministic.
 pub fn fuse(keyword: &[Hit], semantic: &[Hit], method: Fusion) -> Vec<Hit> {
-    let keyword: Vec<Hit> = keyword.iter().copied().filter(|h| h.score >= KEYWORD_FLOOR).collect();
+    let keyword: Vec<Hit> = taking_part(keyword).copied().collect();
     let mut scores: HashMap<i64, f64> = HashMap::new();
     match method {
         Fusion::Rrf => {
@@ -83,6 +83,11 @@ pub fn fuse(keyword: &[Hit], semantic: &[Hit], method: Fusion) -> Vec<Hit> {
     fused
 }
 
+/// The keyword hits that take part in a fusion (see `KEYWORD_FLOOR`).
+fn taking_part(keyword: &[Hit]) -> impl Iterator<Item = &Hit> {
+    keyword.iter().filter(|h| h.score >= KEYWORD_FLOOR)
+}
+
 /// The fused hits whose evidence reaches `threshold`: the keyword score
 /// (of a hit above the fusion's floor) or the semantic similarity, the
 /// larger. With no THRESHOLD (0) every hit stays.
@@ -91,7 +96,7 @@ pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit]
         return fused;
     }
     let mut evidence: HashMap<i64, f64> = HashMap::new();
-    for hit in keyword.iter().filter(|h| h.score >= KEYWORD_FLOOR).chain(semantic) {
+    for hit in taking_part(keyword).chain(semantic) {
         let best = evidence.entry(hit.id).or_insert(0.0);
         *best = best.max(hit.score);
     }
