@@ -227,6 +227,51 @@ fn pages_are_independent_capsules() {
     use_space(&mut c, &source);
 }
 
+/// Pages continue after the previous page's last element (keyset tokens):
+/// elements deleted or added before that point during a walk neither make
+/// the walk skip an element nor repeat one, and a page may span the end of
+/// one rank (schema definitions, concepts, links) and the start of the next.
+#[test]
+fn pages_continue_after_the_last_element() {
+    let mut c = connect();
+    fresh_space(&mut c, "export_keyset");
+    run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "$ConceptType", name: "Drug"} } CONCEPT ?p { {type: "$PropositionType", name: "interacts_with"} } }"#);
+    for i in 1..=6 {
+        run(&mut c, &format!(r#"UPSERT {{ CONCEPT ?d {{ {{type: "Drug", name: "D{i}"}} }} }}"#));
+    }
+    run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "D1"} SET PROPOSITIONS { ("interacts_with", {type: "Drug", name: "D6"}) } } }"#);
+    let walk = r#"EXPORT ?x WHERE { ?x {type: "Drug"} UNION { ?x {type: "$ConceptType", name: "Drug"} } UNION { ?x (?a, "interacts_with", ?b) } } LIMIT 3"#;
+    let page = |c: &mut Client, cursor: &Option<String>| {
+        export(c, &cursor.as_ref().map_or(walk.to_string(), |t| format!("{walk} CURSOR {t:?}")))
+    };
+    // Page 1: the Drug type, D1, D2.
+    let (first, cursor) = page(&mut c, &None);
+    let first = capsule(&first);
+    assert!(first.contains(r#"{type: "$ConceptType", name: "Drug"}"#) && first.contains("D1") && first.contains("D2"), "{first}");
+    // D1 and D2, already exported, go; a D7 is added: it comes after D6.
+    run(&mut c, r#"DELETE CONCEPT ?x DETACH WHERE { ?x {type: "Drug"} FILTER(IN(?x.name, ["D1", "D2"])) }"#);
+    run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "D7"} } }"#);
+    let (second, cursor) = page(&mut c, &cursor);
+    let second = capsule(&second);
+    for name in ["D3", "D4", "D5"] {
+        assert!(second.contains(&format!("name: \"{name}\"")), "{name} missing from page 2: {second}");
+    }
+    // Page 3 ends the concepts; D1's link went with it, so no link follows.
+    let (third, cursor) = page(&mut c, &cursor);
+    let third = capsule(&third);
+    assert!(third.contains(r#"name: "D6""#) && third.contains(r#"name: "D7""#), "{third}");
+    assert!(cursor.is_none(), "a page after the last element");
+    // With a D8 and a link, the last page spans concepts and links.
+    run(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "D8"} } }"#);
+    run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "D3"} SET PROPOSITIONS { ("interacts_with", {type: "Drug", name: "D7"}) } } }"#);
+    let (_, cursor) = page(&mut c, &None);
+    let (_, cursor) = page(&mut c, &cursor);
+    let (last, cursor) = page(&mut c, &cursor);
+    assert!(capsule(&last).contains(r#"name: "D8""#) && capsule(&last).contains("interacts_with"), "{last}");
+    assert_eq!((&last["concepts"], &last["propositions"]), (&json!(1), &json!(1)), "{last}");
+    assert!(cursor.is_none());
+}
+
 #[test]
 fn spec_example_exports_a_domain() {
     let mut c = connect();

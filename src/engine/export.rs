@@ -16,7 +16,7 @@ mod load;
 use super::find::page_size;
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
-use crate::compile::export::page_sql;
+use crate::compile::export::{page_sql, rank_page_sql, Rank};
 use crate::engine::envelope::Outcome;
 use crate::exec::{cursor, spi, Access, Ctx};
 use crate::resolve;
@@ -33,21 +33,58 @@ use std::collections::{BTreeMap, HashSet};
 struct Page {
     /// Element ids of the page, in page order.
     ids: Vec<i64>,
-    /// True when more matched elements follow this page.
-    more: bool,
+    /// Where the next page starts, when more matched elements follow.
+    next: Option<Start>,
 }
 
-/// The distinct elements bound to `?target`, skipping `offset` and
-/// returning at most `limit` of them.
-fn select_page(export: &Export, ctx: &Ctx, offset: u64, limit: u64) -> Result<Page, KipError> {
+/// Where a page starts.
+#[derive(Clone, Copy)]
+enum Start {
+    /// After the element of this rank and id (a keyset token), or at the
+    /// first element when `None`.
+    After(Option<(Rank, i64)>),
+    /// After skipping this many elements (a token with only an offset).
+    Offset(u64),
+}
+
+/// At most `limit` of the distinct elements bound to `?target`, in page
+/// order, from `start`.
+fn select_page(export: &Export, ctx: &Ctx, start: Start, limit: u64) -> Result<Page, KipError> {
     let facts = resolve::pattern_facts(&ctx.space, &export.where_clauses, Access::ReadOnly)?;
     let env = Env { space: ctx.space.name(), limits: resolve::limits(), facts: &facts };
+    let after = match start {
+        Start::After(after) => after,
+        Start::Offset(offset) => return offset_page(export, env, offset, limit),
+    };
+    // Rank by rank, after the last element for its rank, until the page
+    // and the one element telling that another follows are read.
+    let mut rows: Vec<(Rank, i64)> = Vec::new();
+    for rank in Rank::ALL.into_iter().filter(|r| after.map_or(true, |(last, _)| *r >= last)) {
+        let want = (limit + 1).saturating_sub(rows.len() as u64);
+        if want == 0 {
+            break;
+        }
+        let from = after.filter(|(last, _)| *last == rank).map(|(_, id)| id);
+        let Some(compiled) = rank_page_sql(&export.where_clauses, &export.target, env, rank, from, want - 1)? else {
+            continue;
+        };
+        let found = spi::query(&compiled.sql, compiled.params.values(), Access::ReadOnly)?;
+        rows.extend(found.iter().filter_map(|r| r.first().and_then(Value::as_i64)).map(|id| (rank, id)));
+    }
+    let more = rows.len() as u64 > limit;
+    rows.truncate(limit as usize);
+    let next = if more { rows.last().map(|last| Start::After(Some(*last))) } else { None };
+    Ok(Page { ids: rows.into_iter().map(|(_, id)| id).collect(), next })
+}
+
+/// [`select_page`] for a token that carries only an offset.
+fn offset_page(export: &Export, env: Env, offset: u64, limit: u64) -> Result<Page, KipError> {
     let compiled = page_sql(&export.where_clauses, &export.target, env, offset, limit)?;
     let rows = spi::query(&compiled.sql, compiled.params.values(), Access::ReadOnly)?;
     let mut ids: Vec<i64> = rows.iter().filter_map(|r| r.first().and_then(Value::as_i64)).collect();
     let more = ids.len() as u64 > limit;
     ids.truncate(limit as usize);
-    Ok(Page { ids, more })
+    Ok(Page { ids, next: more.then_some(Start::Offset(offset.saturating_add(limit))) })
 }
 
 /// Attempts at reading a consistent page when concurrent deletes race it.
@@ -59,9 +96,19 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     let limit = page_size(opt_lit(&export.limit)?);
     let shape = cursor::query_shape(&ctx.space, command);
-    let offset = match opt_lit(&export.cursor)? {
-        Some(token) => cursor::decode(&shape, &token)?,
-        None => 0,
+    let start = match opt_lit(&export.cursor)? {
+        None => Start::After(None),
+        Some(token) => {
+            let resume = cursor::decode_resume(&shape, &token)?;
+            match resume.after.as_deref() {
+                None => Start::Offset(resume.offset),
+                Some(&[rank, id]) => match Rank::from_number(rank) {
+                    Some(rank) => Start::After(Some((rank, id))),
+                    None => return Err(cursor::invalid(&token)),
+                },
+                Some(_) => return Err(cursor::invalid(&token)),
+            }
+        }
     };
     // Under READ COMMITTED each query of the page and of its closure sees
     // its own snapshot, so a concurrent DELETE can remove an element between
@@ -70,7 +117,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let mut attempt = 0;
     let (page, upsert) = loop {
         attempt += 1;
-        let page = select_page(export, ctx, offset, limit)?;
+        let page = select_page(export, ctx, start, limit)?;
         let loaded = load_closure(ctx, &page.ids)?;
         match Capsule::new(&page.ids, &loaded).and_then(|capsule| capsule.build(&page.ids)) {
             Ok(upsert) => break (page, upsert),
@@ -78,12 +125,16 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
             Err(e) => return Err(e),
         }
     };
+    // LIMIT 0 has no next page: a token for the same start would loop.
+    let next_cursor = match page.next {
+        _ if limit == 0 => None,
+        Some(Start::After(Some((rank, id)))) => cursor::encode_resume(&shape, 0, Some(&[rank as i64, id]))?,
+        Some(Start::Offset(offset)) => cursor::encode(&shape, offset)?,
+        Some(Start::After(None)) | None => None,
+    };
     let (concepts, propositions) = count(&upsert);
     let text = kip_lang::print(&Script { commands: vec![Command::Upsert(upsert)] });
-    Ok(Outcome {
-        result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }).into(),
-        next_cursor: if page.more && limit > 0 { cursor::encode(&shape, offset.saturating_add(limit))? } else { None },
-    })
+    Ok(Outcome { result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }).into(), next_cursor })
 }
 
 

@@ -122,7 +122,7 @@ pub fn encode_resume(shape: &str, offset: u64, after: Option<&[i64]>) -> Result<
     Ok(Some(b64_encode(text.as_bytes())))
 }
 
-fn invalid(token: &str) -> KipError {
+pub fn invalid(token: &str) -> KipError {
     let shown: String = token.chars().take(40).collect();
     KipError::new(ErrorCode::InvalidSyntax, format!("invalid CURSOR token {shown:?}"))
         .with_hint("Pass the next_cursor value of the previous page of the same query unchanged, or omit CURSOR to start from the first page.")

@@ -306,6 +306,11 @@ fn governed_fixed_cost(c: &mut Client) {
 fn main() {
     ensure_database("kip_bench");
     let mut c = Client::connect(&dsn_for("kip_bench"), NoTls).expect("connect kip_bench");
+    if std::env::args().nth(1).as_deref() == Some("walks") {
+        // Only the large type's first page and the CURSOR walks.
+        large_type(&mut c);
+        return;
+    }
     c.batch_execute(&format!("SET kip.space = '{SPACE}'")).unwrap();
     generate(&mut c);
     // Each timed KIP call is followed at once by its hand-written
@@ -413,7 +418,8 @@ fn main() {
 
 /// A type of a million members (space `kql_bench_million`, created on first
 /// run): the first page of `FIND … LIMIT 10`, and walks of every page of
-/// its first 10,000 and 100,000 members with CURSOR (1,000 rows a page).
+/// its first 10,000 and 100,000 members with CURSOR (1,000 rows a page),
+/// then of EXPORT, DESCRIBE CONCEPT TYPES and an ordered FIND.
 fn large_type(c: &mut Client) {
     const LARGE: &str = "kql_bench_million";
     const MEMBERS: i64 = 1_000_000;
@@ -480,5 +486,64 @@ fn large_type(c: &mut Client) {
             d.as_secs_f64() * 1e6 / rows as f64
         );
     }
+    walk_kinds(c, &kip_stmt);
 }
 
+/// Walks every page of 10,000- and 100,000-row listings with CURSOR, 1,000
+/// a page, in a space of 100,000 `$ConceptType` nodes (`kql_bench_types`,
+/// created on first run): EXPORT capsules, DESCRIBE CONCEPT TYPES, and a
+/// FIND ordered by name. A linear walk costs the same time a row at both
+/// sizes.
+fn walk_kinds(c: &mut Client, kip_stmt: &postgres::Statement) {
+    const TYPES: &str = "kql_bench_types";
+    let have: i64 = c
+        .query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = '$ConceptType'", &[&TYPES])
+        .unwrap()
+        .get(0);
+    if have < 100_000 {
+        c.batch_execute(&format!(
+            "DELETE FROM kip.spaces WHERE name = '{TYPES}';
+             SELECT kip_create_space('{TYPES}');
+             INSERT INTO kip.concepts (space, type, name)
+               SELECT '{TYPES}', '$ConceptType', 'Type' || lpad(g::text, 6, '0')
+               FROM generate_series(1, 100000) g
+             ON CONFLICT DO NOTHING;
+             ANALYZE kip.concepts;"
+        ))
+        .unwrap();
+    }
+    c.batch_execute(&format!("SET kip.space = '{TYPES}'")).unwrap();
+    // Each listing whole, at 10,000 rows (a FILTER on the name, or the
+    // first 10 pages of DESCRIBE) and at 100,000.
+    let tenth = r#"FILTER(?t.name <= "Type010000")"#;
+    let walks = [
+        ("EXPORT", r#"EXPORT ?t WHERE { ?t {type: "$ConceptType"} %F } LIMIT 1000"#),
+        ("DESCRIBE CONCEPT TYPES", "DESCRIBE CONCEPT TYPES LIMIT 1000"),
+        ("FIND ORDER BY ?t.name DESC", r#"FIND(?t.name) WHERE { ?t {type: "$ConceptType"} %F } ORDER BY ?t.name DESC LIMIT 1000"#),
+    ];
+    for (what, template) in walks {
+        for rows in [10_000usize, 100_000] {
+            let first = template.replace("%F", if rows == 10_000 { tenth } else { "" });
+            let t = Instant::now();
+            let (mut cursor, mut seen): (Option<String>, usize) = (None, 0);
+            while seen < rows {
+                let cmd = match &cursor {
+                    None => first.clone(),
+                    Some(token) => format!("{first} CURSOR \"{token}\""),
+                };
+                let out: Value = c.query_one(kip_stmt, &[&cmd, &json!({})]).unwrap().get(0);
+                assert!(out.get("error").is_none(), "{what}: {out}");
+                seen += out["result"]["concepts"].as_u64().map_or_else(|| out["result"].as_array().map_or(0, Vec::len), |n| n as usize);
+                cursor = out["next_cursor"].as_str().map(str::to_string);
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            let d = t.elapsed();
+            println!(
+                "CURSOR walk of {seen} rows of {what}, 1,000 a page: {d:.2?} ({:.2} µs a row)",
+                d.as_secs_f64() * 1e6 / seen.max(1) as f64
+            );
+        }
+    }
+}
