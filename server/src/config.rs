@@ -59,6 +59,19 @@ pub struct Options {
     #[arg(long, env = "KIP_MAX_BODY_BYTES", global = true, default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// How long a client may take to send a request's head (line and
+    /// headers), and how long an idle keep-alive connection stays open;
+    /// past it the connection is closed. 0 disables it.
+    #[arg(long, env = "KIP_HEADER_TIMEOUT_MS", global = true, default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+
+    /// How long a client may take to send a request's body, from when the
+    /// gateway starts reading it; past it the request is answered 408
+    /// (KIP_4001). Only reading the request is bounded, never the answer.
+    /// 0 disables it.
+    #[arg(long, env = "KIP_BODY_TIMEOUT_MS", global = true, default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+
     /// Connections in the Postgres pool.
     #[arg(long, env = "KIP_POOL_SIZE", global = true, default_value_t = 16)]
     pub pool_size: usize,
@@ -89,5 +102,13 @@ pub struct Options {
 impl Options {
     pub fn pool_timeout(&self) -> Duration {
         Duration::from_millis(self.pool_timeout_ms)
+    }
+
+    pub fn header_timeout(&self) -> Option<Duration> {
+        (self.header_timeout_ms > 0).then(|| Duration::from_millis(self.header_timeout_ms))
+    }
+
+    pub fn body_timeout(&self) -> Option<Duration> {
+        (self.body_timeout_ms > 0).then(|| Duration::from_millis(self.body_timeout_ms))
     }
 }

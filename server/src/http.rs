@@ -1,9 +1,13 @@
 //! HTTP routes: `GET /`, `GET /health`, `POST /kip` and `POST /mcp`.
 //!
-//! Every answer, including refusals (401, 403, 404, 405, 413, bad JSON), is
-//! JSON in the KIP envelope shape. The caller is authenticated from the
+//! Every answer, including refusals (401, 403, 404, 405, 408, 413, bad
+//! JSON), is JSON in the KIP envelope shape; the MCP service's own refusals
+//! on `/mcp` are JSON-RPC errors (`crate::mcp::http`). The caller is authenticated from the
 //! headers before any body byte is read, and the body is read up to the
-//! configured limit, so an unauthenticated or oversized upload costs nothing.
+//! configured limit and within the body timeout (408 past it), so an
+//! unauthenticated, oversized or trickled upload costs nothing. The paths
+//! take a trailing slash too (`/kip/`, `/mcp/`): clients configured with a
+//! base URL often add one, and a redirect of a POST is not followed by all.
 //! `/kip` takes only JSON bodies and, on a loopback listener, only loopback
 //! Host names, so a web page can neither post to it nor rebind a name to it.
 
@@ -16,7 +20,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any_service, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -25,6 +29,8 @@ pub struct AppState {
     pub gateway: Gateway,
     pub keys: Keys,
     pub max_body_bytes: usize,
+    /// How long reading a request body may take; `None`: no limit.
+    pub body_timeout: Option<std::time::Duration>,
     /// The Host values `/kip` answers ([`allowed_hosts`]); `None`: any.
     pub allowed_hosts: Option<Vec<String>>,
 }
@@ -62,14 +68,14 @@ impl IntoResponse for Reply {
 }
 
 pub fn router(state: Arc<AppState>, mcp: McpService) -> Router {
-    let mcp = Router::new()
-        .fallback_service(mcp)
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate_mcp));
+    let mcp = any_service(mcp).layer(middleware::from_fn_with_state(state.clone(), authenticate_mcp));
     Router::new()
         .route("/", get(root))
         .route("/health", get(health))
         .route("/kip", post(kip))
-        .nest("/mcp", mcp)
+        .route("/kip/", post(kip))
+        .route("/mcp", mcp.clone())
+        .route("/mcp/", mcp)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -95,7 +101,7 @@ async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
     if let Err(reply) = check_json_body(&headers) {
         return reply;
     }
-    let bytes = match read_body(&headers, body, state.max_body_bytes).await {
+    let bytes = match read_body(&headers, body, state.max_body_bytes, state.body_timeout).await {
         Ok(b) => b,
         Err(reply) => return reply,
     };
@@ -162,13 +168,34 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
 
+fn body_too_slow(timeout: std::time::Duration) -> Reply {
+    Reply::error(
+        StatusCode::REQUEST_TIMEOUT,
+        "KIP_4001",
+        format!("the request body was not received within {} ms", timeout.as_millis()),
+        "Send the whole body at once, right after the headers.",
+    )
+}
+
 /// The body, refused with 413 past `limit` bytes (by its declared length
-/// first, so nothing is read).
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<axum::body::Bytes, Reply> {
+/// first, so nothing is read) and with 408 when it takes longer than
+/// `timeout` to arrive: a client trickling its body would otherwise hold
+/// the request's task for as long as it kept sending.
+async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Option<std::time::Duration>,
+) -> Result<axum::body::Bytes, Reply> {
     if declared_length(headers).is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
+    let read = axum::body::to_bytes(body, limit);
+    let read = match timeout {
+        Some(t) => tokio::time::timeout(t, read).await.map_err(|_| body_too_slow(t))?,
+        None => read.await,
+    };
+    read.map_err(|e| {
         let is_limit = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
             .any(|e| e.is::<http_body_util::LengthLimitError>());
         if is_limit {
@@ -179,19 +206,24 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<axum
     })
 }
 
-/// In front of `/mcp`: the same authentication and body limit as `/kip`;
-/// the caller rides in the request's extensions to the tool handler.
-async fn authenticate_mcp(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
+/// In front of `/mcp`: the same authentication, body limit and body
+/// timeout as `/kip` (the body, one JSON-RPC message, is read here and
+/// handed on whole); the caller rides in the request's extensions to the
+/// tool handler. The MCP service's own refusals become JSON-RPC errors.
+async fn authenticate_mcp(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let caller: Caller = match state.keys.authenticate(request.headers()) {
         Ok(c) => c,
         Err(reply) => return reply.into_response(),
     };
-    // Chunked bodies past the limit are refused by the MCP service itself.
-    if declared_length(request.headers()).is_some_and(|n| n > state.max_body_bytes as u64) {
-        return too_large(state.max_body_bytes).into_response();
-    }
-    request.extensions_mut().insert(caller);
-    next.run(request).await
+    let (mut parts, body) = request.into_parts();
+    let bytes = match read_body(&parts.headers, body, state.max_body_bytes, state.body_timeout).await {
+        Ok(b) => b,
+        Err(reply) => return reply.into_response(),
+    };
+    let parse_error = crate::mcp::http::is_parse_error(&parts.headers, &bytes);
+    parts.extensions.insert(caller);
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    crate::mcp::http::jsonrpc_refusal(response, parse_error).await
 }
 
 async fn not_found() -> Reply {

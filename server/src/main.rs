@@ -7,12 +7,14 @@
 //! stdio kip-server mcp ─────────────┘            └─ request log (kip_gateway.request_log)
 //! ```
 //!
-//! Modules: `config` (CLI and env), `auth` (API keys → caller), `http`
-//! (routes), `mcp` (MCP server), `gateway` (the three methods), `db` (pool
-//! and statements), `envelope` (replies and statuses), `request_log`.
+//! Modules: `config` (CLI and env), `auth` (API keys → caller), `conn`
+//! (the listener and its timeouts), `http` (routes), `mcp` (MCP server),
+//! `gateway` (the three methods), `db` (pool and statements), `envelope`
+//! (replies and statuses), `request_log`.
 
 mod auth;
 mod config;
+mod conn;
 mod db;
 mod envelope;
 mod gateway;
@@ -93,13 +95,19 @@ async fn serve(opts: &Options, keys: Keys, gateway: Gateway, shutdown: Cancellat
         tokio::net::TcpListener::bind(opts.listen).await.map_err(|e| format!("cannot listen on {}: {e}", opts.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let mcp = mcp::http::service(gateway.clone(), addr, opts.max_body_bytes, shutdown.child_token());
-    let state = Arc::new(http::AppState { gateway, keys, max_body_bytes: opts.max_body_bytes, allowed_hosts: http::allowed_hosts(addr) });
+    let state = Arc::new(http::AppState {
+        gateway,
+        keys,
+        max_body_bytes: opts.max_body_bytes,
+        body_timeout: opts.body_timeout(),
+        allowed_hosts: http::allowed_hosts(addr),
+    });
     tracing::info!(%addr, auth = state.keys.enabled(), "kip-server listening (POST /kip, POST /mcp)");
     let app = http::router(state, mcp);
-    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let server = conn::serve(listener, app, opts.header_timeout(), shutdown.clone());
     let grace = Duration::from_secs(opts.shutdown_grace_secs);
     tokio::select! {
-        r = server => r.map_err(|e| format!("HTTP server failed: {e}")),
+        _ = server => Ok(()),
         // Requests still running after the grace period are abandoned.
         _ = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
             tracing::warn!("grace period over: stopping with requests still in flight");

@@ -7,3 +7,4 @@ mod load;
 mod mcp;
 mod resilience;
 mod support;
+mod timeouts;

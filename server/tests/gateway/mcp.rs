@@ -7,8 +7,12 @@ use crate::support::*;
 use serde_json::{json, Value};
 
 async fn rpc(s: &Server, key: Option<&str>, id: i64, method: &str, params: Value) -> Value {
+    rpc_at(s, "/mcp", key, id, method, params).await
+}
+
+async fn rpc_at(s: &Server, path: &str, key: Option<&str>, id: i64, method: &str, params: Value) -> Value {
     let mut req = client()
-        .post(format!("{}/mcp", s.base))
+        .post(format!("{}{path}", s.base))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2025-06-18")
@@ -119,4 +123,64 @@ async fn stdio_tools() {
     ro.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_kip", "arguments": cmd("DESCRIBE PRIMER")}}));
     let refused = ro.response(2);
     assert_eq!(refused["result"]["isError"], true, "{refused}");
+}
+
+/// `POST /mcp/` is `POST /mcp`: clients configured with a base URL often
+/// add the slash, and not all follow a redirect of a POST.
+#[tokio::test]
+async fn a_trailing_slash_is_the_same_endpoint() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &[], &[]).await;
+    let init = rpc_at(&s, "/mcp/", None, 1, "initialize", initialize_params()).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "kip-server", "{init}");
+    check_tools(&rpc_at(&s, "/mcp/", None, 2, "tools/list", json!({})).await);
+    let (st, primer) = s.post_raw("/kip/", None, json!({"method": "execute_kip", "params": cmd("DESCRIBE PRIMER")}).to_string().into_bytes()).await;
+    assert_eq!(st, 200, "{primer}");
+    assert!(primer["result"]["identity"].is_object(), "{primer}");
+    // Other paths below /mcp are no endpoints.
+    assert_error(&s.post_raw("/mcp/elsewhere", None, b"{}".to_vec()).await, 404, "KIP_3002");
+}
+
+/// The MCP service's refusals are JSON-RPC error objects (id null), with
+/// the status rmcp chose; they were plain text, which MCP clients cannot
+/// parse as JSON-RPC.
+#[tokio::test]
+async fn mcp_refusals_are_jsonrpc_errors() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &[], &[]).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}).to_string();
+    let both = "application/json, text/event-stream";
+    // (accept, content type, body, status, JSON-RPC code)
+    let cases: [(&str, &str, &str, u16, i64); 5] = [
+        ("application/json", "application/json", &init, 406, -32600),
+        (both, "text/plain", &init, 415, -32600),
+        (both, "application/json", "not json", 415, -32700),
+        (both, "application/json", "", 415, -32700),
+        (both, "application/json", r#"{"hello": "world"}"#, 415, -32600),
+    ];
+    for (accept, content_type, body, status, code) in cases {
+        let req = client()
+            .post(format!("{}/mcp", s.base))
+            .header("accept", accept)
+            .header("content-type", content_type)
+            .body(body.to_string());
+        let resp = req.send().await.unwrap();
+        let what = format!("accept {accept:?}, content-type {content_type:?}, body {body:?}");
+        assert_eq!(resp.status().as_u16(), status, "{what}");
+        assert_eq!(resp.headers()["content-type"], "application/json", "{what}");
+        let got: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap_or_else(|e| panic!("{what}: not JSON: {e}"));
+        assert_eq!(got["jsonrpc"], "2.0", "{what}: {got}");
+        assert_eq!(got["id"], Value::Null, "{what}: {got}");
+        assert_eq!(got["error"]["code"], code, "{what}: {got}");
+        assert!(got["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {got}");
+    }
+    // A GET (no stream is offered): 405, its Allow header kept.
+    let resp = client().get(format!("{}/mcp", s.base)).header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 405);
+    assert_eq!(resp.headers()["allow"], "POST");
+    let got: Value = resp.json().await.unwrap();
+    assert_eq!((&got["id"], &got["error"]["code"]), (&Value::Null, &json!(-32600)), "{got}");
+    // An answer that is JSON-RPC already is untouched.
+    let ok = rpc(&s, None, 7, "tools/list", json!({})).await;
+    assert_eq!(ok["id"], 7);
 }
