@@ -140,6 +140,19 @@ CREATE INDEX concepts_space_name_idx ON kip.concepts (space, name);
 -- LIMIT n` streams its page from here and stops after n rows, whatever the
 -- size of the type.
 CREATE INDEX concepts_space_type_id_idx ON kip.concepts (space, type, id);
+-- DESCRIBE CONCEPT TYPES / PROPOSITION TYPES list the definitions by name in
+-- byte order, whatever the database's collation, each page after the last
+-- name of the previous one: this index serves that order and that start, so
+-- a page reads its own rows. Partial: only definition nodes, which are few
+-- and rarely written, so other writes do not pay for it.
+CREATE INDEX concepts_definition_names_idx ON kip.concepts (space, type, name COLLATE "C")
+    WHERE type IN ('$ConceptType', '$PropositionType');
+-- How many concepts of each type each space holds. The planner otherwise
+-- multiplies the share of the space by the share of the type as if the two
+-- were independent: 100,000 definitions in one space of a 2.2-million-row
+-- table were estimated at 643 rows, and DESCRIBE sorted all of them for each
+-- page instead of reading the first ones from the index above.
+CREATE STATISTICS kip.concepts_space_type (mcv) ON space, type FROM kip.concepts;
 -- Every write of a row, a new vector included, adds its words to the GIN
 -- pending list, which each keyword search reads linearly until (auto)vacuum
 -- merges it: a 4 MB default list after a backfill costs every search ~5 ms

@@ -378,6 +378,45 @@ fn describe_lists_and_definitions() {
     assert!(ok(kip(&mut c, "DESCRIBE DOMAINS", json!({}))).is_array());
 }
 
+/// DESCRIBE CONCEPT TYPES lists names in byte order and continues each page
+/// after the previous page's last name: definitions deleted before that
+/// name during a walk make it skip nothing, and one added before it is
+/// not listed twice.
+#[test]
+fn describe_pages_continue_after_the_last_name() {
+    let defined = ["Apple", "Banana", "Cherry", "Damson", "Elder", "ZZTop", "Zeta"];
+    let upserts: Vec<String> =
+        defined.iter().map(|n| format!(r#"UPSERT {{ CONCEPT ?t {{ {{type: "$ConceptType", name: "{n}"}} }} }}"#)).collect();
+    let mut c = space_with(&upserts.iter().map(String::as_str).collect::<Vec<_>>());
+    let all: Vec<String> = serde_json::from_value(ok(kip(&mut c, "DESCRIBE CONCEPT TYPES LIMIT 1000", json!({})))).unwrap();
+    let mut sorted = all.clone();
+    sorted.sort(); // Rust compares strings byte by byte, as "C" does.
+    assert_eq!(all, sorted, "not in byte order");
+    let at = |name: &str| all.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name} not listed: {all:?}"));
+    // Byte order, not a linguistic one ("Zeta" before "ZZTop" there).
+    assert!(at("Apple") < at("Banana") && at("Elder") < at("ZZTop") && at("ZZTop") < at("Zeta"), "{all:?}");
+    // Page 1 ends at "Banana" (the Genesis types sort before or after).
+    let limit = at("Banana") + 1;
+    let query = format!("DESCRIBE CONCEPT TYPES LIMIT {limit}");
+    let first = kip(&mut c, &query, json!({}));
+    assert_eq!(ok(first.clone()).as_array().unwrap().last(), Some(&json!("Banana")), "{first}");
+    // "Apple" and "Banana", already listed, go; an "Aardvark" is added before them.
+    for cmd in [
+        r#"DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$ConceptType"} FILTER(IN(?t.name, ["Apple", "Banana"])) }"#,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Aardvark"} } }"#,
+    ] {
+        ok(kip(&mut c, cmd, json!({})));
+    }
+    let mut rest: Vec<String> = Vec::new();
+    let mut token = first["next_cursor"].as_str().map(str::to_string);
+    while let Some(t) = token {
+        let page = kip(&mut c, &format!("{query} CURSOR :c"), json!({"c": t}));
+        rest.extend(serde_json::from_value::<Vec<String>>(ok(page.clone())).unwrap());
+        token = page["next_cursor"].as_str().map(str::to_string);
+    }
+    assert_eq!(rest, all[limit..].to_vec(), "the pages after the first");
+}
+
 #[test]
 fn primer_key_concepts_are_types_then_the_most_connected_recent_members() {
     let mut c = space_with(&[

@@ -64,34 +64,49 @@ fn definition(ctx: &Ctx, meta_type: &str, what: &str, name: &str) -> Result<Outc
     Ok(Outcome::new(node))
 }
 
-/// Names of all `$ConceptType` / `$PropositionType` nodes, paginated.
+/// Names of all `$ConceptType` / `$PropositionType` nodes, paginated in
+/// byte order ("C", whatever the database's collation). A page continues
+/// after the previous page's last name, which the partial index
+/// `concepts_definition_names_idx` serves in that order: walking every page
+/// costs time linear in the listing. (A token that carries only an offset
+/// still resumes by offset.)
 fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<String>) -> Result<Outcome, KipError> {
     let limit = page_size(limit);
     let shape = cursor::shape(&ctx.space, &format!("DESCRIBE {meta_type}"));
-    let offset = match token {
-        Some(t) => cursor::decode(&shape, &t)?,
-        None => 0,
+    let resume = match token {
+        Some(t) => cursor::decode_resume(&shape, &t)?,
+        None => cursor::Resume::default(),
     };
-    let rows = spi::query(
-        "SELECT coalesce(jsonb_agg(t.name ORDER BY t.name COLLATE \"C\"), '[]'::jsonb), count(*) FROM \
-         (SELECT c.name FROM kip.concepts c WHERE c.space = $1 AND c.type = $2 \
-          ORDER BY c.name COLLATE \"C\" LIMIT $3 OFFSET $4) t",
-        &[
-            ctx.space.param(),
-            SqlParam::Text(meta_type.into()),
-            SqlParam::Int(limit as i64 + 1),
-            SqlParam::Int(offset as i64),
-        ],
-        Access::ReadOnly,
-    )?;
-    let row = rows.into_iter().next().unwrap_or_default();
-    let mut names = row.first().cloned().unwrap_or(json!([]));
-    // LIMIT 0 has no next page: a cursor for the same offset would loop.
-    let more = row.get(1).and_then(Value::as_u64).is_some_and(|n| n > limit) && limit > 0;
-    if let Value::Array(a) = &mut names {
-        a.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-    }
-    Ok(Outcome { result: names.into(), next_cursor: if more { cursor::encode(&shape, offset.saturating_add(limit))? } else { None } })
+    // The constant `type IN (…)` is the index's predicate, written as in
+    // the index so that the planner can use it with a generic plan too.
+    const DEFINITIONS: &str = "SELECT c.name FROM kip.concepts c \
+         WHERE c.space = $1 AND c.type = $2 AND c.type IN ('$ConceptType', '$PropositionType')";
+    let mut params = vec![ctx.space.param(), SqlParam::Text(meta_type.into()), SqlParam::Int(limit as i64 + 1)];
+    let sql = match resume.after_name {
+        Some(name) => {
+            params.push(SqlParam::Text(name));
+            format!("{DEFINITIONS} AND c.name COLLATE \"C\" > $4 ORDER BY c.name COLLATE \"C\" LIMIT $3")
+        }
+        None if resume.offset > 0 => {
+            params.push(SqlParam::Int(resume.offset as i64));
+            format!("{DEFINITIONS} ORDER BY c.name COLLATE \"C\" LIMIT $3 OFFSET $4")
+        }
+        // No OFFSET at all on the first page: a generic plan would guess a
+        // large one, and sort every definition instead of reading the index.
+        None => format!("{DEFINITIONS} ORDER BY c.name COLLATE \"C\" LIMIT $3"),
+    };
+    let mut names: Vec<String> = spi::query(&sql, &params, Access::ReadOnly)?
+        .into_iter()
+        .filter_map(|row| row.into_iter().next().and_then(|v| v.as_str().map(str::to_string)))
+        .collect();
+    // LIMIT 0 has no next page: a cursor for the same place would loop.
+    let more = names.len() as u64 > limit && limit > 0;
+    names.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    let next_cursor = match names.last() {
+        Some(last) if more => cursor::encode_after_name(&shape, resume.offset.saturating_add(limit), last)?,
+        _ => None,
+    };
+    Ok(Outcome { result: json!(names).into(), next_cursor })
 }
 
 /// Domain summaries in name order; with `key_concepts`, each also lists its

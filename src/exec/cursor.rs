@@ -18,6 +18,9 @@
 //! tag)`, the tag covering the ids too. The next page then starts after
 //! those ids (keyset pagination), so walking every page costs time linear
 //! in the rows, where an OFFSET re-reads every row before the page.
+//! EXPORT's tokens carry the rank and id of the page's last element the
+//! same way (`engine::export`), and DESCRIBE's listings the last name,
+//! hex-encoded: `base64url("k3" ':' offset ':' hex(name) ':' tag)`.
 
 use crate::space::Space;
 use kip_lang::ast::{Command, Script};
@@ -38,13 +41,16 @@ pub fn shape(space: &Space, text: &str) -> String {
 const VERSION: &str = "k1";
 /// Tokens that also carry the last row's ids.
 const KEYSET_VERSION: &str = "k2";
+/// Tokens that also carry the last row's name.
+const NAME_VERSION: &str = "k3";
 
-/// Where a page resumes: the offset, and the ids of the previous page's
-/// last row when the token carries them.
+/// Where a page resumes: the offset, and the ids or the name of the
+/// previous page's last row when the token carries them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Resume {
     pub offset: u64,
     pub after: Option<Vec<i64>>,
+    pub after_name: Option<String>,
 }
 
 /// The SipHash key: this database's random cursor secret
@@ -122,15 +128,31 @@ pub fn encode_resume(shape: &str, offset: u64, after: Option<&[i64]>) -> Result<
     Ok(Some(b64_encode(text.as_bytes())))
 }
 
+/// [`encode`], resuming after the row named `name` (a keyset token over a
+/// listing in name order); an offset token when the name is too long to
+/// travel in a token.
+pub fn encode_after_name(shape: &str, offset: u64, name: &str) -> Result<Option<String>, KipError> {
+    if offset > MAX_OFFSET {
+        return Ok(None);
+    }
+    if name.len() > MAX_TOKEN_NAME_BYTES {
+        return encode(shape, offset);
+    }
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    let text = format!("{NAME_VERSION}:{offset}:{hex}:{}", tag(NAME_VERSION, shape, offset, Some(&hex))?);
+    Ok(Some(b64_encode(text.as_bytes())))
+}
+
+/// Names longer than this resume by offset: the token stays below
+/// [`MAX_TOKEN_CHARS`]. (kip's own limit on a name is 1,024 bytes.)
+const MAX_TOKEN_NAME_BYTES: usize = 1024;
+/// The longest token text read: a name token of the longest name.
+const MAX_TOKEN_CHARS: usize = 3200;
+
 pub fn invalid(token: &str) -> KipError {
     let shown: String = token.chars().take(40).collect();
     KipError::new(ErrorCode::InvalidSyntax, format!("invalid CURSOR token {shown:?}"))
         .with_hint("Pass the next_cursor value of the previous page of the same query unchanged, or omit CURSOR to start from the first page.")
-}
-
-/// The offset a token resumes at, if it was issued for `shape`.
-pub fn decode(shape: &str, token: &str) -> Result<u64, KipError> {
-    Ok(decode_resume(shape, token)?.offset)
 }
 
 /// Where a token issued for `shape` resumes: its offset, and the last row's
@@ -141,18 +163,28 @@ pub fn decode_resume(shape: &str, token: &str) -> Result<Resume, KipError> {
     let parts: Vec<&str> = text.split(':').collect();
     let (version, off, ids, t) = match parts[..] {
         [v, off, t] if v == VERSION => (v, off, None, t),
-        [v, off, ids, t] if v == KEYSET_VERSION => (v, off, Some(ids), t),
+        [v, off, ids, t] if v == KEYSET_VERSION || v == NAME_VERSION => (v, off, Some(ids), t),
         _ => return Err(invalid(token)),
     };
     let offset: u64 = off.parse().map_err(|_| invalid(token))?;
     if offset > MAX_OFFSET || t != tag(version, shape, offset, ids)? {
         return Err(invalid(token));
     }
+    if version == NAME_VERSION {
+        let hex = ids.unwrap_or_default();
+        let bytes = (0..hex.len() / 2)
+            .map(|i| hex.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+            .collect::<Option<Vec<u8>>>()
+            .filter(|_| hex.len() % 2 == 0)
+            .ok_or_else(|| invalid(token))?;
+        let name = String::from_utf8(bytes).map_err(|_| invalid(token))?;
+        return Ok(Resume { offset, after: None, after_name: Some(name) });
+    }
     let after = match ids {
         None => None,
         Some(ids) => Some(ids.split(',').map(str::parse).collect::<Result<Vec<i64>, _>>().map_err(|_| invalid(token))?),
     };
-    Ok(Resume { offset, after })
+    Ok(Resume { offset, after, after_name: None })
 }
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -170,7 +202,7 @@ fn b64_encode(bytes: &[u8]) -> String {
 }
 
 fn b64_decode(text: &str) -> Option<Vec<u8>> {
-    if text.is_empty() || text.len() % 4 == 1 || text.len() > 400 {
+    if text.is_empty() || text.len() % 4 == 1 || text.len() > MAX_TOKEN_CHARS {
         return None;
     }
     let mut out = Vec::new();

@@ -33,6 +33,8 @@ SELECT line FROM (
     UNION ALL
     SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = 'kip'
     UNION ALL
+    SELECT 'statistics ' || pg_get_statisticsobjdef(s.oid) FROM pg_statistic_ext s WHERE s.stxnamespace = 'kip'::regnamespace
+    UNION ALL
     SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled=' || t.tgenabled::text
     FROM pg_trigger t JOIN kip_rels r ON r.oid = t.tgrelid WHERE NOT t.tgisinternal
     UNION ALL
