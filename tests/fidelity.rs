@@ -72,6 +72,9 @@ fn dangling_ids_are_errors_only_in_the_mandatory_pattern() {
         format!(r#"FIND(?d.name) WHERE {{ ?d {{type: "Drug"}} NOT {{ (?d, "treats", {{id: "{missing_c}"}}) }} }} ORDER BY ?d.name ASC"#),
         format!(r#"FIND(?d.name) WHERE {{ ?d {{type: "Drug"}} NOT {{ ?l (id: "{missing_p}") (?d, "treats", ?l) }} }} ORDER BY ?d.name ASC"#),
         format!(r#"FIND(?d.name) WHERE {{ ?d {{type: "Drug"}} UNION {{ ?d {{id: "{missing_c}"}} }} }} ORDER BY ?d.name ASC"#),
+        // The clauses before a UNION are its other operand.
+        format!(r#"FIND(?d.name) WHERE {{ ?d {{id: "{missing_c}"}} UNION {{ ?d {{type: "Drug"}} }} }} ORDER BY ?d.name ASC"#),
+        format!(r#"FIND(?d.name) WHERE {{ ?l (id: "{missing_p}") (?d, "treats", ?l) UNION {{ ?d {{type: "Drug"}} }} }} ORDER BY ?d.name ASC"#),
     ] {
         assert_eq!(find(&mut c, &q), drugs, "{q}");
     }

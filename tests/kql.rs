@@ -462,18 +462,27 @@ fn read_path_error_codes() {
     assert_eq!(code(&mut c, r#"DESCRIBE CONCEPT TYPE "NoSuchType""#), "KIP_3002");
     // A missing named concept or id of the mandatory pattern, whether the
     // result is rows or one row of aggregations (checked when the answer
-    // shows no solution), also in a clause group of its own or beside a
-    // UNION, which leave the other groups' or branch's solutions (checked
-    // always); an existing one that matches nothing is an empty answer.
+    // shows no solution), also in a clause group of its own, which leaves
+    // the other groups' solutions (checked always), or after a UNION (joined
+    // to both operands); an existing one that matches nothing is an empty
+    // answer.
     for cmd in [
         r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
         r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
         r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "E0"} ?z {id: "C:999999999"} (?x, "next", ?y) }"#,
         r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "E0"} ?z {id: "C:999999999"} (?x, "next", ?y) }"#,
         r#"FIND(?y.name, ?z) WHERE { ?x {type: "Node", name: "E0"} ?z {type: "Node", name: "nope"} (?x, "next", ?y) }"#,
-        r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) UNION { ?y {type: "Node", name: "E0"} } }"#,
+        r#"FIND(?y.name) WHERE { ?y {type: "Node", name: "E0"} UNION { ?y {type: "Node", name: "E1"} } (?y, "next", {type: "Node", name: "nope"}) }"#,
     ] {
         assert_eq!(err_code(&kip(&mut c, cmd, json!({}))), "KIP_3002", "{cmd}");
+    }
+    // The two operands of a UNION are alike: a concept named in either one
+    // may be missing while the other matches, whichever is written first.
+    for cmd in [
+        r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "nope"} (?x, "next", ?y) UNION { ?y {type: "Node", name: "E0"} } }"#,
+        r#"FIND(?y.name) WHERE { ?y {type: "Node", name: "E0"} UNION { ?x {type: "Node", name: "nope"} (?x, "next", ?y) } }"#,
+    ] {
+        assert_eq!(find(&mut c, cmd), json!(["E0"]), "{cmd}");
     }
     assert_eq!(find(&mut c, r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "E6"} (?x, "next", ?y) }"#), json!([]));
     assert_eq!(find(&mut c, r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "E6"} (?x, "next", ?y) }"#), json!(0));

@@ -119,11 +119,16 @@ fn expr_literals(e: &Expr, out: &mut PatternLiterals) {
 /// The full `{type, name}` identities of the mandatory pattern: top-level
 /// concept clauses and the embedded endpoints of top-level proposition
 /// clauses, at any nesting depth. Partial selectors and clauses inside
-/// OPTIONAL / NOT / UNION are not identities a command must find.
+/// OPTIONAL / NOT / UNION are not identities a command must find, and
+/// neither are the top-level clauses written before a UNION: they are its
+/// other operand (`{ A UNION { B } C }` is `(A ∪ B) ⋈ C`), so a concept
+/// named there may be missing while the other branch matches, whichever
+/// order the two are written in.
 pub fn named_concepts(clauses: &[WhereClause]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut patterns: Vec<&PropPattern> = Vec::new();
-    for clause in clauses {
+    let after_unions = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).map_or(0, |i| i + 1);
+    for clause in &clauses[after_unions..] {
         match clause {
             WhereClause::Concept { selector, .. } => push_identity(selector, &mut out),
             WhereClause::Proposition { pattern, .. } => patterns.push(pattern),
@@ -232,6 +237,14 @@ mod tests {
             r#"?x {type: "Drug", name: "A"} (?x, "treats", ({type: "Symptom", name: "B"}, "p", ?z)) OPTIONAL { ?y {type: "Drug", name: "C"} }"#,
         ));
         assert_eq!(named, vec![("Drug".into(), "A".into()), ("Symptom".into(), "B".into())]);
+    }
+
+    #[test]
+    fn named_concepts_before_a_union_are_an_operand_of_it() {
+        let named = named_concepts(&clauses(
+            r#"?x {type: "Drug", name: "A"} UNION { ?x {type: "Drug", name: "B"} } (?x, "treats", {type: "Symptom", name: "C"})"#,
+        ));
+        assert_eq!(named, vec![("Symptom".into(), "C".into())]);
     }
 
     #[test]

@@ -50,8 +50,19 @@ pub(crate) fn compile_block(
     let mut filters: Vec<&Expr> = Vec::new();
     let mut negations: Vec<&[WhereClause]> = Vec::new();
     let mut unions = 0usize;
-    for clause in clauses {
+    // The clauses before a UNION are its other operand (`{ A UNION { B } C }`
+    // is `(A ∪ B) ⋈ C`): like the branch, they need not match, so a literal
+    // id there that names nothing matches nothing instead of being
+    // `KIP_3002`, whichever side of the UNION it is written on.
+    let union_operand = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).unwrap_or(0);
+    for (i, clause) in clauses.iter().enumerate() {
         match clause {
+            WhereClause::Concept { var, selector } if i < union_operand => {
+                cx.in_optional_part(|cx| endpoint::concept_clause(&mut b, cx, var, selector))?;
+            }
+            WhereClause::Proposition { var, pattern } if i < union_operand => {
+                cx.in_optional_part(|cx| endpoint::proposition_clause(&mut b, cx, var.as_deref(), pattern))?;
+            }
             WhereClause::Concept { var, selector } => endpoint::concept_clause(&mut b, cx, var, selector)?,
             WhereClause::Proposition { var, pattern } => {
                 endpoint::proposition_clause(&mut b, cx, var.as_deref(), pattern)?;
