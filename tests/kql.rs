@@ -238,6 +238,12 @@ fn filter_compares_json_types_strictly() {
     // Cross-variable comparison: same types only.
     let r = find(&mut c, r#"FIND(?a.name, ?b.name) WHERE { ?a {type: "Node"} ?b {type: "Node"} FILTER(?a.attributes.x < ?b.attributes.x) }"#);
     assert_eq!(r, json!([["num"], ["big"]]));
+    // A missing key is null on either side: two nulls are equal (an absent
+    // and an explicit one alike), a null beside another value is not.
+    assert_eq!(q(&mut c, "?n.attributes.x == ?n.attributes.nope"), set(&["null", "none"]));
+    assert_eq!(q(&mut c, "?n.attributes.nope == ?n.attributes.nope"), set(&["num", "str", "bool", "null", "none", "big"]));
+    assert_eq!(q(&mut c, "?n.attributes.x != ?n.attributes.nope"), set(&[]));
+    assert_eq!(q(&mut c, "?n.attributes.x >= ?n.attributes.nope"), set(&["null", "none"]));
     // Whole objects are not comparable.
     let r = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} FILTER(?n.attributes == 1) }"#, json!({}));
     assert_eq!(err_code(&r), "KIP_1001");

@@ -7,8 +7,10 @@
 //!   booleans; values of different JSON types are never equal nor ordered —
 //!   the comparison is false (for `!=` too), never an error and never
 //!   Postgres's cross-type jsonb ordering;
-//! * a dot path into a missing key is null; any comparison with null is
-//!   false except `== null` / `!= null`, which test for null;
+//! * a dot path into a missing key is null; any comparison of null with
+//!   another value is false, except `== null` / `!= null` with the literal
+//!   `null`, which test for null (so the constant `null != 5` is true: 5 is
+//!   not null); two null operands are equal;
 //! * whole `attributes` / `metadata` objects are not comparable (`KIP_1001`);
 //! * every compiled condition is a definite boolean (never SQL NULL), so `!`
 //!   negates exactly.
@@ -307,7 +309,12 @@ fn json_vs_literal(cx: &mut Cx, op: CompareOp, j: &str, v: &Json) -> Result<Stri
     })
 }
 
+/// Two jsonb operands. A missing key (SQL NULL) is the JSON null it reads
+/// as everywhere else: two null sides are equal (`==`, `<=`, `>=`), as
+/// `?x.a == null` is true for a missing `a`, and a null beside any other
+/// value is the comparison of two types, false.
 fn json_vs_json(op: CompareOp, a: &str, b: &str) -> String {
+    let (a, b) = (&format!("coalesce({a}, 'null'::jsonb)"), &format!("coalesce({b}, 'null'::jsonb)"));
     let o = sql_op(op);
     let on_null = bool_sql(op == CompareOp::Eq || op == CompareOp::Le || op == CompareOp::Ge);
     let composite = match op {
