@@ -336,6 +336,80 @@ fn cursor_pagination_returns_every_row_once() {
     assert!(out.get("next_cursor").is_none(), "{out}");
 }
 
+/// A FIND with ORDER BY pages from a ranking its backend keeps after the
+/// first CURSOR page: the walk lists every solution once in order, rows
+/// deleted from pages already read make it skip nothing, a solution that
+/// stops matching is left out, values are current, and a token taken to
+/// another connection resumes at its offset.
+#[test]
+fn an_ordered_walk_pages_from_its_ranking() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "kql_walk");
+    ok(kip(&mut c, TYPES, json!({})));
+    let mut cmd = String::from("UPSERT {");
+    for i in 0..12 {
+        // Ranks descend as names ascend, with ties broken by id.
+        cmd.push_str(&format!(" CONCEPT ?n{i} {{ {{type: \"Node\", name: \"w{i:02}\"}} SET ATTRIBUTES {{ rank: {} }} }}", 100 - i / 2));
+    }
+    cmd.push('}');
+    ok(kip(&mut c, &cmd, json!({})));
+    let query = r#"FIND(?n.name, ?n.attributes.rank) WHERE { ?n {type: "Node"} FILTER(?n.attributes.rank > 0) } ORDER BY ?n.attributes.rank DESC LIMIT 3"#;
+    let all = ok(kip(&mut c, &query.replace("LIMIT 3", "LIMIT 100"), json!({})));
+    let names = |page: &Value| page.as_array().unwrap().iter().map(|row| row[0].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let expected = names(&all);
+    assert_eq!(expected.len(), 12);
+    let next = |c: &mut Client, token: &Value| kip(c, &format!("{query} CURSOR :c"), json!({"c": token}));
+    // Unchanged data: the walk is the one big page.
+    let mut walked = Vec::new();
+    let mut out = kip(&mut c, query, json!({}));
+    loop {
+        walked.extend(names(&ok(out.clone())));
+        match out.get("next_cursor") {
+            Some(token) => out = next(&mut c, &token.clone()),
+            None => break,
+        }
+    }
+    assert_eq!(walked, expected);
+    // Pages 1 and 2, then: w00 (page 1) and w07 (page 3) deleted, w06
+    // (page 3) no longer matching, w08's rank (page 3) changed.
+    let first = kip(&mut c, query, json!({}));
+    let second = next(&mut c, &first["next_cursor"]);
+    assert_eq!(names(&ok(second.clone())), expected[3..6].to_vec());
+    for cmd in [
+        r#"DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Node"} FILTER(IN(?n.name, ["w00", "w07"])) }"#,
+        r#"UPDATE ?n SET ATTRIBUTES { rank: 0 } WHERE { ?n {type: "Node", name: "w06"} }"#,
+        r#"UPDATE ?n SET ATTRIBUTES { rank: 5 } WHERE { ?n {type: "Node", name: "w08"} }"#,
+    ] {
+        ok(kip(&mut c, cmd, json!({})));
+    }
+    let third = ok(next(&mut c, &second["next_cursor"]));
+    assert_eq!(third, json!([["w08", 5]]), "page 3 keeps its ranked rows that still match, with current values");
+    // The same token on another connection resumes at its offset (6), over
+    // the memory as it now is: w01…w05, w09 (96), then w10, w11 (95), w08 (5).
+    let mut other = connect();
+    other.batch_execute(&format!("SET kip.space = '{space}'")).unwrap();
+    let elsewhere = ok(next(&mut other, &second["next_cursor"]));
+    assert_eq!(names(&elsewhere), vec!["w10".to_string(), "w11".to_string(), "w08".to_string()]);
+    // Two key variables a solution, ties in the order broken by both ids.
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Node", name: "w01"} SET PROPOSITIONS { ("next", {type: "Node", name: "w02"}) ("next", {type: "Node", name: "w03"}) ("alt", {type: "Node", name: "w04"}) } } CONCEPT ?b { {type: "Node", name: "w05"} SET PROPOSITIONS { ("next", {type: "Node", name: "w02"}) ("alt", {type: "Node", name: "w03"}) } } }"#, json!({})));
+    let pairs = r#"FIND(?a.name, ?b.name) WHERE { (?a, ?p, ?b) ?a {type: "Node"} } ORDER BY ?b.name DESC LIMIT 2"#;
+    let whole = ok(kip(&mut c, &pairs.replace("LIMIT 2", "LIMIT 100"), json!({})));
+    // One column per FIND expression.
+    assert_eq!(whole[0].as_array().map(Vec::len), Some(5), "{whole}");
+    let (mut subjects, mut objects) = (Vec::new(), Vec::new());
+    let mut out = kip(&mut c, pairs, json!({}));
+    loop {
+        let page = ok(out.clone());
+        subjects.extend(page[0].as_array().unwrap().clone());
+        objects.extend(page[1].as_array().unwrap().clone());
+        match out.get("next_cursor") {
+            Some(token) => out = kip(&mut c, &format!("{pairs} CURSOR :c"), json!({"c": token})),
+            None => break,
+        }
+    }
+    assert_eq!(json!([subjects, objects]), whole);
+}
+
 #[test]
 fn a_streaming_cursor_resumes_after_the_last_row_even_when_earlier_rows_go() {
     // FIND over one type in its natural order continues after the previous

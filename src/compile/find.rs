@@ -17,7 +17,7 @@
 
 use crate::compile::distinct::{has_optional, solutions_are_distinct};
 use crate::compile::filter::unbound;
-use crate::compile::pattern::{compile_block, has_independent_parts, Cx, Scope, VarBinding};
+use crate::compile::pattern::{compile_block, has_independent_parts, Cx, Scope, VarBinding, VarKind};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
 use crate::compile::env::Env;
@@ -48,6 +48,11 @@ pub(crate) struct FindSql {
     /// the positions, in each row, of the ids the next page continues after
     /// (`exec::cursor::Resume::after`).
     pub keyset: Option<Vec<usize>>,
+    /// When the page is ordered and its solutions' key ids (the projected
+    /// and ordering variables') are never null: their positions in each
+    /// row, from which an ordered walk's ranking is read
+    /// (`engine::find_walk`).
+    pub ranking: Option<Vec<usize>>,
 }
 
 /// Keyset cursors carry at most this many ids (one per projected variable).
@@ -177,6 +182,28 @@ fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
 /// `FindSql::keyset`), for the `limit` rows after them; the SQL fetches one
 /// extra row so the caller knows whether more exist.
 pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, after: Option<&[i64]>) -> Result<FindSql, KipError> {
+    compile_page(q, env, limit, offset, after, None)
+}
+
+/// Compile the page of an ordered walk whose solutions are those with the
+/// key ids `ranked` (one row of ids per solution, in `FindSql::ranking`'s
+/// order), in that order: the pattern runs only for those ids (each key
+/// variable `= ANY` of its ids), so the page reads its own rows, and a
+/// solution that no longer matches is left out. `None` when the query's
+/// pages have no ranking.
+pub(crate) fn compile_find_ranked(q: &FindQuery, env: Env, ranked: &[Vec<i64>]) -> Result<Option<FindSql>, KipError> {
+    let plan = compile_page(q, env, ranked.len() as u64, 0, None, Some(ranked))?;
+    Ok(plan.ranking.is_some().then_some(plan))
+}
+
+fn compile_page(
+    q: &FindQuery,
+    env: Env,
+    limit: u64,
+    offset: u64,
+    after: Option<&[i64]>,
+    ranked: Option<&[Vec<i64>]>,
+) -> Result<FindSql, KipError> {
     let mut params = Params::new();
     let mut cx = Cx::new(env, &mut params);
     let items = projection::items(&q.projections, &q.where_clauses);
@@ -195,8 +222,11 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     let has_rows = items.iter().any(|i| matches!(i, Item::Column(_) | Item::Agg { grouped: true, .. }));
     let lim = cx.params.int(limit as i64 + 1);
     let off = cx.params.int(offset as i64);
+    let mut ranking = None;
     let (page, keyset) = if has_rows && !grouped {
-        let (page, keyset) = plain_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off, after)?;
+        let window = Window { lim: &lim, off: &off, after, ranked };
+        let (page, keyset, ranks) = plain_plan(&mut cx, &rel.vars, q, &items, &mut ctes, window)?;
+        ranking = ranks;
         (Some(page), keyset)
     } else if has_rows {
         (Some(grouped_plan(&mut cx, &rel.vars, q, &items, &mut ctes, &lim, &off)?), None)
@@ -244,24 +274,34 @@ pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, aft
     };
     drop(cx);
     let keyset = keyset.filter(|_| layout == Layout::Rows);
-    Ok(FindSql { sql, params, shape, layout, guard, keyset })
+    let ranking = ranking.filter(|_| layout == Layout::Rows);
+    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking })
+}
+
+/// Which rows of the solutions a page holds: `LIMIT`/`OFFSET` (the
+/// placeholders), after the keyset ids `after`, or exactly the ranked
+/// solutions `ranked` of an ordered walk.
+struct Window<'a> {
+    lim: &'a str,
+    off: &'a str,
+    after: Option<&'a [i64]>,
+    ranked: Option<&'a [Vec<i64>]>,
 }
 
 /// The page of a FIND without grouped aggregations: solutions deduplicated
 /// on the projected and ordering variables (`d`), unless they are distinct
 /// already, then ordered and cut. Also the positions of the keyset ids in
-/// each row when the page streams (see `FindSql::keyset`).
-#[allow(clippy::too_many_arguments)]
+/// each row when the page streams (see `FindSql::keyset`), and those of the
+/// key ids when the page has a ranking (`FindSql::ranking`).
 fn plain_plan(
     cx: &mut Cx,
     vars: &[VarBinding],
     q: &FindQuery,
     items: &[Item],
     ctes: &mut Vec<String>,
-    lim: &str,
-    off: &str,
-    after: Option<&[i64]>,
-) -> Result<(Page, Option<Vec<usize>>), KipError> {
+    window: Window,
+) -> Result<(Page, Option<Vec<usize>>, Option<Vec<usize>>), KipError> {
+    let Window { lim, off, after, ranked } = window;
     let mut keyset = None;
     // Solution dedup on the projected (and ordering) variables.
     let keys = page_keys(q, items).ok_or_else(|| {
@@ -272,6 +312,30 @@ fn plain_plan(
     let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
     let key_cols: String = cols.iter().map(|c| format!("{c}, ")).collect();
     let distinct = solutions_are_distinct(&q.where_clauses, &keys);
+    // An ordered page whose key ids are never null (no OPTIONAL, no UNION
+    // branch or independent group leaving a variable unbound; ids, not
+    // predicate names) can be ranked: an ordered walk keeps the ranking of
+    // its solutions and reads each later page by those ids.
+    let rankable = !q.order_by.is_empty()
+        && !has_optional(&q.where_clauses)
+        && !has_independent_parts(&q.where_clauses)
+        && !key_vars.is_empty()
+        && key_vars.len() <= MAX_KEYSET_IDS
+        && key_vars.iter().all(|v| v.kind != VarKind::Predicate);
+    let ranked = ranked.filter(|_| rankable);
+    // The ranked solutions: one array of ids per key variable, which the
+    // pattern is restricted to and the page is ordered by.
+    let mut only_ranked = String::new();
+    if let Some(rows) = ranked {
+        let arrays: Vec<String> = (0..key_vars.len())
+            .map(|i| cx.params.push(SqlParam::IntArray(rows.iter().map(|r| r.get(i).copied().unwrap_or_default()).collect())))
+            .collect();
+        let tests: Vec<String> = cols.iter().zip(&arrays).map(|(c, a)| format!("{c} = ANY({a}::bigint[])")).collect();
+        only_ranked = format!(" WHERE {}", tests.join(" AND "));
+        let unnested: Vec<String> = arrays.iter().map(|a| format!("{a}::bigint[]")).collect();
+        let names: Vec<String> = (0..arrays.len()).map(|i| format!("i{i}")).collect();
+        ctes.push(format!("rk AS (SELECT * FROM unnest({}) WITH ORDINALITY AS rk({}, pos))", unnested.join(", "), names.join(", ")));
+    }
     ctes.push(if distinct {
         // No GROUP BY, which would read every solution before the first
         // row: the page can stream from an index in its order and stop
@@ -283,10 +347,10 @@ fn plain_plan(
                 let _ = write!(carried, "s.{}{suffix}, ", v.column);
             }
         }
-        format!("d AS (SELECT {key_cols}{carried}s.ord AS ord FROM s)")
+        format!("d AS (SELECT {key_cols}{carried}s.ord AS ord FROM s{only_ranked})")
     } else {
         format!(
-            "d AS (SELECT {key_cols}min(s.ord) AS ord FROM s{})",
+            "d AS (SELECT {key_cols}min(s.ord) AS ord FROM s{only_ranked}{})",
             if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
         )
     });
@@ -337,6 +401,8 @@ fn plain_plan(
     // it from the window's order, and would then sort the page again to
     // match an outer order that names it.
     let mut tail = if streams { vec![] } else { vec!["ord".to_string()] };
+    let first_key = select.len();
+    let ranking = rankable.then(|| (first_key..first_key + key_vars.len()).collect::<Vec<usize>>());
     for (i, v) in key_vars.iter().enumerate() {
         select.push(format!("d.{} AS t{i}", v.column));
         tail.push(format!("t{i}"));
@@ -357,7 +423,12 @@ fn plain_plan(
     // most one solution: it needs no order, and the planner, which cannot
     // see that the page's key is a constant, would sort it.
     let single = solutions_are_distinct(&q.where_clauses, &[]);
-    let sql = if single {
+    let sql = if ranked.is_some() {
+        let on: Vec<String> = key_vars.iter().enumerate().map(|(i, v)| format!("d.{} = rk.i{i}", v.column)).collect();
+        let select = select.join(", ");
+        let joins = acc.joins_sql_for(&select);
+        format!("SELECT {select} FROM d JOIN rk ON {} {joins} ORDER BY rk.pos", on.join(" AND "))
+    } else if single {
         if streams {
             keyset = Some((0..key_vars.len()).map(|i| ncol + i).collect());
         }
@@ -390,7 +461,7 @@ fn plain_plan(
         let joins = acc.joins_sql_for(&select);
         format!("SELECT {select} FROM d {joins} ORDER BY {order} LIMIT {lim} OFFSET {off}")
     };
-    Ok((Page { sql, order, columns }, keyset))
+    Ok((Page { sql, order, columns }, keyset, ranking))
 }
 
 /// Whether the solutions of `q` carry the rows the pattern joined

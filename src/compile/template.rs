@@ -146,7 +146,7 @@ impl Template {
                 always: g.always,
             }),
         };
-        Some(FindSql { sql: c.sql.clone(), params, shape: c.shape.clone(), layout: c.layout, guard, keyset: c.keyset.clone() })
+        Some(FindSql { sql: c.sql.clone(), params, shape: c.shape.clone(), layout: c.layout, guard, keyset: c.keyset.clone(), ranking: c.ranking.clone() })
     }
 }
 

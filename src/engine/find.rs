@@ -7,6 +7,7 @@ use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
 use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
+use crate::engine::find_walk;
 use crate::engine::templates;
 use crate::exec::jsonb::Doc;
 use crate::exec::{cursor, spi, Access, Ctx};
@@ -45,6 +46,17 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     let offset = resume.offset;
     let env = Env { space: ctx.space.name(), limits: resolve::limits(), facts: &facts };
+    // A later page of an ordered FIND reads the walk's ranking
+    // (`engine::find_walk`), unless the query has none.
+    if q.cursor.is_some() && !q.order_by.is_empty() {
+        if let Some(walked) = find_walk::page(q, env, limit, offset, resume.walk, &shape())? {
+            // The page is the ranked solutions that still match; whether
+            // more follow is the ranking's to say.
+            let Answer { mut entries, .. } = rows_page(&walked.plan, walked.rows, walked.ranked, ctx)?;
+            let result = if entries.len() == 1 { entries.pop().unwrap() } else { Doc::Array(entries) };
+            return Ok(Outcome { result, next_cursor: walked.next_cursor });
+        }
+    }
     // The first page of a FIND sent as text comes from its template (one
     // compile per query shape, `engine::templates`); a page after it is
     // compiled for its offset or keyset.

@@ -22,6 +22,7 @@ pub mod request;
 pub mod describe;
 pub mod export;
 pub mod find;
+mod find_walk;
 pub mod limits;
 pub mod merge;
 mod parsed;

@@ -21,6 +21,10 @@
 //! EXPORT's tokens carry the rank and id of the page's last element the
 //! same way (`engine::export`), and DESCRIBE's listings the last name,
 //! hex-encoded: `base64url("k3" ':' offset ':' hex(name) ':' tag)`.
+//! An ordered FIND's later pages come from a ranking its backend holds
+//! (`engine::ranked`): `base64url("k4" ':' offset ':' walk ':' tag)`, the
+//! walk's number naming the ranking; a backend that does not hold it
+//! resumes at the offset.
 
 use crate::space::Space;
 use kip_lang::ast::{Command, Script};
@@ -43,6 +47,8 @@ const VERSION: &str = "k1";
 const KEYSET_VERSION: &str = "k2";
 /// Tokens that also carry the last row's name.
 const NAME_VERSION: &str = "k3";
+/// Tokens that also name the ranking of an ordered FIND's walk.
+const WALK_VERSION: &str = "k4";
 
 /// Where a page resumes: the offset, and the ids or the name of the
 /// previous page's last row when the token carries them.
@@ -51,6 +57,8 @@ pub struct Resume {
     pub offset: u64,
     pub after: Option<Vec<i64>>,
     pub after_name: Option<String>,
+    /// The ranking an ordered FIND's walk reads its pages from.
+    pub walk: Option<u64>,
 }
 
 /// The SipHash key: this database's random cursor secret
@@ -143,6 +151,16 @@ pub fn encode_after_name(shape: &str, offset: u64, name: &str) -> Result<Option<
     Ok(Some(b64_encode(text.as_bytes())))
 }
 
+/// [`encode`], naming the ranking `walk` of an ordered FIND's walk.
+pub fn encode_walk(shape: &str, offset: u64, walk: u64) -> Result<Option<String>, KipError> {
+    if offset > MAX_OFFSET {
+        return Ok(None);
+    }
+    let walk = walk.to_string();
+    let text = format!("{WALK_VERSION}:{offset}:{walk}:{}", tag(WALK_VERSION, shape, offset, Some(&walk))?);
+    Ok(Some(b64_encode(text.as_bytes())))
+}
+
 /// Names longer than this resume by offset: the token stays below
 /// [`MAX_TOKEN_CHARS`]. (kip's own limit on a name is 1,024 bytes.)
 const MAX_TOKEN_NAME_BYTES: usize = 1024;
@@ -163,7 +181,7 @@ pub fn decode_resume(shape: &str, token: &str) -> Result<Resume, KipError> {
     let parts: Vec<&str> = text.split(':').collect();
     let (version, off, ids, t) = match parts[..] {
         [v, off, t] if v == VERSION => (v, off, None, t),
-        [v, off, ids, t] if v == KEYSET_VERSION || v == NAME_VERSION => (v, off, Some(ids), t),
+        [v, off, ids, t] if v == KEYSET_VERSION || v == NAME_VERSION || v == WALK_VERSION => (v, off, Some(ids), t),
         _ => return Err(invalid(token)),
     };
     let offset: u64 = off.parse().map_err(|_| invalid(token))?;
@@ -178,13 +196,17 @@ pub fn decode_resume(shape: &str, token: &str) -> Result<Resume, KipError> {
             .filter(|_| hex.len() % 2 == 0)
             .ok_or_else(|| invalid(token))?;
         let name = String::from_utf8(bytes).map_err(|_| invalid(token))?;
-        return Ok(Resume { offset, after: None, after_name: Some(name) });
+        return Ok(Resume { offset, after_name: Some(name), ..Resume::default() });
+    }
+    if version == WALK_VERSION {
+        let walk = ids.unwrap_or_default().parse().map_err(|_| invalid(token))?;
+        return Ok(Resume { offset, walk: Some(walk), ..Resume::default() });
     }
     let after = match ids {
         None => None,
         Some(ids) => Some(ids.split(',').map(str::parse).collect::<Result<Vec<i64>, _>>().map_err(|_| invalid(token))?),
     };
-    Ok(Resume { offset, after, after_name: None })
+    Ok(Resume { offset, after, ..Resume::default() })
 }
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -333,6 +333,30 @@ pub fn query_docs(
     })
 }
 
+/// The `bigint[]` columns of the one row a statement returns (an empty
+/// list for a NULL array; no row, no lists), read from the arrays' binary
+/// form: for long lists of ids, which as JSON values would cost several
+/// times their size in memory.
+pub fn query_id_arrays(sql: &str, params: &[SqlParam], access: Access) -> Result<Vec<Vec<i64>>, KipError> {
+    Spi::connect(|_client| unsafe {
+        run_plan(sql, params, access, Planning::Default)?;
+        let table = pg_sys::SPI_tuptable;
+        if table.is_null() || pg_sys::SPI_processed == 0 {
+            return Ok(Vec::new());
+        }
+        let tupdesc = (*table).tupdesc;
+        let tuple = *(*table).vals;
+        let mut out = Vec::new();
+        for col in 1..=(*tupdesc).natts {
+            let mut is_null = false;
+            let datum = pg_sys::SPI_getbinval(tuple, tupdesc, col, &mut is_null);
+            let ids = if is_null { None } else { <Vec<i64> as FromDatum>::from_datum(datum, false) };
+            out.push(ids.unwrap_or_default());
+        }
+        Ok(out)
+    })
+}
+
 /// The rows of the statement just run, each cell read by `read(row index,
 /// tuple, descriptor, column number from 1)`.
 unsafe fn result_rows<T>(read: &mut dyn FnMut(usize, pg_sys::HeapTuple, pg_sys::TupleDesc, i32) -> T) -> Vec<Vec<T>> {
