@@ -49,33 +49,53 @@ pub struct Server {
 
 impl Server {
     /// `kip-server --database-url URL --listen 127.0.0.1:<free> ARGS`, with `envs`.
+    ///
+    /// The free port is free when chosen, not when the server binds it: the
+    /// tests running beside this one open client connections whose local
+    /// ports come from the same range. A server that found its port taken
+    /// is started again on another.
     pub async fn start(url: &str, args: &[&str], envs: &[(&str, &str)]) -> Server {
-        let port = free_port();
-        let log_path = std::env::temp_dir().join(format!("kip-server-test-{port}.log"));
-        let log = std::fs::File::create(&log_path).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kip-server"));
-        cmd.arg("--database-url").arg(url).arg("--listen").arg(format!("127.0.0.1:{port}")).args(args);
-        for var in ["API_KEY", "KIP_API_KEYS_FILE", "KIP_LISTEN", "DATABASE_URL"] {
-            cmd.env_remove(var);
+        const ATTEMPTS: u32 = 5;
+        for attempt in 1..=ATTEMPTS {
+            let port = free_port();
+            let log_path = std::env::temp_dir().join(format!("kip-server-test-{port}.log"));
+            let log = std::fs::File::create(&log_path).unwrap();
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_kip-server"));
+            cmd.arg("--database-url").arg(url).arg("--listen").arg(format!("127.0.0.1:{port}")).args(args);
+            for var in ["API_KEY", "KIP_API_KEYS_FILE", "KIP_LISTEN", "DATABASE_URL"] {
+                cmd.env_remove(var);
+            }
+            cmd.envs(envs.iter().copied()).stdout(Stdio::null()).stderr(log);
+            let child = cmd.spawn().expect("start kip-server");
+            let mut server = Server { child: Some(child), base: format!("http://127.0.0.1:{port}"), log_path };
+            match server.wait_ready().await {
+                Ok(()) => return server,
+                Err(log) if attempt < ATTEMPTS && log.contains("Address already in use") => continue,
+                Err(log) => panic!("kip-server did not start; log:\n{log}"),
+            }
         }
-        cmd.envs(envs.iter().copied()).stdout(Stdio::null()).stderr(log);
-        let child = cmd.spawn().expect("start kip-server");
-        let server = Server { child: Some(child), base: format!("http://127.0.0.1:{port}"), log_path };
-        server.wait_ready().await;
-        server
+        unreachable!("the last attempt returns or panics")
     }
 
-    async fn wait_ready(&self) {
+    /// Wait until the server answers; its log if it exits or does not
+    /// answer in time.
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Ok(r) = client().get(&self.base).send().await {
                 if r.status().is_success() {
-                    return;
+                    return Ok(());
+                }
+            }
+            if let Some(child) = self.child.as_mut() {
+                if child.try_wait().ok().flatten().is_some() {
+                    self.child = None;
+                    return Err(self.log());
                 }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("kip-server did not start; log:\n{}", self.log());
+        Err(self.log())
     }
 
     pub fn log(&self) -> String {
