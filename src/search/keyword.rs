@@ -24,7 +24,8 @@
 //!   which the count does not apply, looks its candidates up separately);
 //! * for a common word, only when the sources above found fewer than asked
 //!   (and, in hybrid, for a one-word term only): its first matches in a
-//!   window of the space's `COMMON_WINDOW` × k newest elements.
+//!   window of the space's `COMMON_WINDOW` × k newest elements, at least
+//!   `COMMON_WINDOW_MIN`.
 //!   Any handful of the thousands of elements containing it is as good as
 //!   another. The window is bounded, so it is tried for every common word:
 //!   the statistics are the whole table's, and a word common in another
@@ -86,8 +87,15 @@ const DF_CAP: i64 = 200;
 const COMMON_ROWS: i64 = 2000;
 /// A common word's matches are looked for among this many elements per
 /// hit asked (a short scan that stops at the first matches, not its long
-/// posting list).
+/// posting list), and among at least [`COMMON_WINDOW_MIN`].
 const COMMON_WINDOW: i64 = 20;
+/// The smallest window: a word the table-wide statistics call common may
+/// be rare in this space (another space uses it a lot), and its few
+/// matches here older than the newest `COMMON_WINDOW` × k elements. The
+/// scan stops at the first k matches, so a word common in the space costs
+/// what it did; a rare one costs this many index entries and rows at most
+/// (a few milliseconds), and a space of this size is searched whole.
+const COMMON_WINDOW_MIN: i64 = 2_000;
 /// Below this many elements (all spaces), trigram matching always runs.
 const FUZZY_ALWAYS_BELOW: i64 = 20_000;
 /// Above `FUZZY_ALWAYS_BELOW`, typo matching is tried for terms of at most
@@ -257,7 +265,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     };
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
-    let window = params.int(k.max(1) * COMMON_WINDOW);
+    let window = params.int((k.max(1) * COMMON_WINDOW).max(COMMON_WINDOW_MIN));
     let like = like_pattern(&term);
     let lower_like = like_pattern(&format!("lower({term})"));
     let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;
@@ -289,6 +297,18 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     };
     let sql = format!(
         "WITH {idf},
+         -- An exact alias, as written or lowercased: probes of the
+         -- attributes GIN index (jsonb containment), whatever the frequency
+         -- of its words. A CTE of its own, planned for all its rows: under
+         -- a LIMIT the planner expected matches early in a sequential scan
+         -- (containment's default selectivity), and a term no alias holds
+         -- read the whole table (200 ms a probe at 1.2 million concepts).
+         alias_cand AS MATERIALIZED (
+           SELECT c.id FROM kip.concepts c
+           WHERE {space_c} {type_filter}
+             AND (c.attributes @> jsonb_build_object('aliases', jsonb_build_array({term}::text))
+                  OR c.attributes @> jsonb_build_object('aliases', jsonb_build_array(lower({term}::text))))
+         ),
          primary_cand AS MATERIALIZED (
            (SELECT c.id FROM kip.concepts c
             WHERE c.space = {space} AND lower(c.name) = lower({term}) {type_filter} LIMIT 20)
@@ -297,14 +317,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             WHERE (SELECT count(*) FROM terms) > 1 AND NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
               AND {space_c} AND c.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
-           -- An exact alias, as written or lowercased: one probe of the
-           -- attributes GIN index each (jsonb containment), whatever the
-           -- frequency of its words.
-           (SELECT c.id FROM kip.concepts c
-            WHERE {space_c} AND c.attributes @> jsonb_build_object('aliases', jsonb_build_array({term}::text)) {type_filter} LIMIT 20)
-           UNION
-           (SELECT c.id FROM kip.concepts c
-            WHERE {space_c} AND c.attributes @> jsonb_build_object('aliases', jsonb_build_array(lower({term}::text))) {type_filter} LIMIT 20)
+           (SELECT id FROM alias_cand LIMIT 40)
            UNION
            {word_source}
          ),
