@@ -59,9 +59,12 @@
 //! it can: one per word that is not common, one for the all-words source.
 //!
 //! The statement runs on its generic plan, planned once per backend and SQL
-//! text (`spi::Planning::Generic`): its plan does not depend on the term,
+//! text (`spi::Planning::GenericIndexed`): its plan does not depend on the term,
 //! and planning it for every search cost ~2 ms, more than most executions.
-//! Sources whose gate is known to be closed before the statement runs (the
+//! It is planned with sequential scans disabled: every source is a bounded
+//! index lookup, and a generic plan, which knows no value, costed a
+//! sequential scan under a LIMIT as stopping early, and read a whole table
+//! when the value was rare. Sources whose gate is known to be closed before the statement runs (the
 //! trigram sources on a large memory, unless keyword mode may fall back to
 //! them) are left out of the SQL text.
 //!
@@ -243,7 +246,7 @@ pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipE
         ElementKind::Concept => concepts_sql(q, k, role, ctx)?,
         ElementKind::Proposition => propositions_sql(q, k, ctx)?,
     };
-    let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Generic)?;
+    let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed)?;
     Ok(rows
         .iter()
         .filter_map(|r| Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64()?, unembedded: r[2].as_bool()? }))
@@ -406,8 +409,14 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
            LIMIT 50
          ),
          cand AS (
+           -- Links containing every word: for a term of several words (the
+           -- GIN fast scan makes the rarest drive it), or of one word that is
+           -- not common. A common word alone would read its posting list
+           -- (73 ms for a predicate name in 900,000 links); its links come
+           -- from their predicate's definition (`preds`) instead.
            (SELECT l.id FROM kip.propositions l
             WHERE NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
+              AND ((SELECT count(*) FROM terms) > 1 OR NOT EXISTS (SELECT 1 FROM df WHERE df.common))
               AND {space_l} AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
            {word_source}
