@@ -345,11 +345,16 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
            SELECT id FROM common_cand
            {trigram_sources}
          ),
+         -- Each candidate's row by its id: a lateral lookup (its LIMIT
+         -- keeps it from being flattened into a join), since the planner,
+         -- which cannot count the candidates, may join them by hash to a
+         -- scan of the whole table (a million rows read for fifty).
          docs AS MATERIALIZED (
            SELECT c.id, c.name, c.attributes, c.search_text, length(c.search_text)::float8 AS dl,
-                  c.embedding IS NULL AS unembedded,
-                  {similarity}(c.name, {term}) AS sim
-           FROM cand JOIN kip.concepts c ON c.id = cand.id
+                  c.unembedded, {similarity}(c.name, {term}) AS sim
+           FROM cand, LATERAL (
+             SELECT r.id, r.name, r.attributes, r.search_text, r.embedding IS NULL AS unembedded
+             FROM kip.concepts r WHERE r.id = cand.id LIMIT 1) c
          ),
          avgdl AS (SELECT greatest(avg(dl), 1) AS v FROM docs),
          scored AS (
@@ -382,6 +387,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     };
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
+    let window = params.int((k.max(1) * COMMON_WINDOW).max(COMMON_WINDOW_MIN));
     let like = like_pattern(&term);
     let space_l = space_filter("l", &space);
     let word_source = word_source("kip.propositions", "l", &space_l, &type_filter, &cand);
@@ -413,11 +419,20 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
            -- GIN fast scan makes the rarest drive it), or of one word that is
            -- not common. A common word alone would read its posting list
            -- (73 ms for a predicate name in 900,000 links); its links come
-           -- from their predicate's definition (`preds`) instead.
+           -- from their predicate's definition (`preds`), and from the
+           -- first matches among the space's newest links, as a common
+           -- word's concepts do.
            (SELECT l.id FROM kip.propositions l
             WHERE NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
               AND ((SELECT count(*) FROM terms) > 1 OR NOT EXISTS (SELECT 1 FROM df WHERE df.common))
               AND {space_l} AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
+           UNION
+           (SELECT x.id FROM df, LATERAL (
+              SELECT w.id FROM (
+                SELECT l.id, l.search_text FROM kip.propositions l
+                WHERE l.space = {space} {type_filter} ORDER BY l.id DESC LIMIT {window}) w
+              WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
+            WHERE df.common AND (SELECT count(*) FROM terms) = 1)
            UNION
            {word_source}
            UNION
@@ -425,11 +440,13 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
               SELECT l.id FROM kip.propositions l
               WHERE l.space = {space} AND l.predicate = preds.predicate {type_filter} LIMIT {cand}) x)
          ),
+         -- Each candidate's row by its id (see the concepts' statement).
          docs AS MATERIALIZED (
            SELECT l.id, l.predicate, l.search_text, length(l.search_text)::float8 AS dl,
-                  l.embedding IS NULL AS unembedded,
-                  {similarity}(l.predicate, {term}) AS sim
-           FROM cand JOIN kip.propositions l ON l.id = cand.id
+                  l.unembedded, {similarity}(l.predicate, {term}) AS sim
+           FROM cand, LATERAL (
+             SELECT r.id, r.predicate, r.search_text, r.embedding IS NULL AS unembedded
+             FROM kip.propositions r WHERE r.id = cand.id LIMIT 1) l
          ),
          avgdl AS (SELECT greatest(avg(dl), 1) AS v FROM docs),
          scored AS (
