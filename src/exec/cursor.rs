@@ -238,7 +238,10 @@ fn b64_decode(text: &str) -> Option<Vec<u8>> {
             out.push((n >> (16 - 8 * i)) as u8);
         }
     }
-    Some(out)
+    // Only the one canonical spelling: the last character of a short chunk
+    // also carries bits no byte uses, and a token whose last character was
+    // changed only there would otherwise decode to the same valid token.
+    (b64_encode(&out) == text).then_some(out)
 }
 
 #[cfg(test)]
@@ -254,5 +257,8 @@ mod tests {
             assert_eq!(b64_decode(&b64_encode(s.as_bytes())).unwrap(), s.as_bytes());
         }
         assert!(b64_decode("!!!not-a-cursor!!!").is_none());
+        // "a" is "YQ"; "YR" differs only in bits no byte uses.
+        assert_eq!(b64_decode("YQ").unwrap(), b"a");
+        assert!(b64_decode("YR").is_none());
     }
 }
