@@ -123,41 +123,39 @@ pub fn encode(shape: &str, offset: u64) -> Result<Option<String>, KipError> {
 /// [`encode`], resuming after the row whose ids are `after` when given (a
 /// keyset token, see the module comment).
 pub fn encode_resume(shape: &str, offset: u64, after: Option<&[i64]>) -> Result<Option<String>, KipError> {
-    if offset > MAX_OFFSET {
-        return Ok(None);
+    match after {
+        None => token(VERSION, shape, offset, None),
+        Some(ids) => token(KEYSET_VERSION, shape, offset, Some(&ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))),
     }
-    let text = match after {
-        None => format!("{VERSION}:{offset}:{}", tag(VERSION, shape, offset, None)?),
-        Some(ids) => {
-            let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-            format!("{KEYSET_VERSION}:{offset}:{ids}:{}", tag(KEYSET_VERSION, shape, offset, Some(&ids))?)
-        }
-    };
-    Ok(Some(b64_encode(text.as_bytes())))
 }
 
 /// [`encode`], resuming after the row named `name` (a keyset token over a
 /// listing in name order); an offset token when the name is too long to
 /// travel in a token.
 pub fn encode_after_name(shape: &str, offset: u64, name: &str) -> Result<Option<String>, KipError> {
-    if offset > MAX_OFFSET {
-        return Ok(None);
-    }
     if name.len() > MAX_TOKEN_NAME_BYTES {
         return encode(shape, offset);
     }
     let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
-    let text = format!("{NAME_VERSION}:{offset}:{hex}:{}", tag(NAME_VERSION, shape, offset, Some(&hex))?);
-    Ok(Some(b64_encode(text.as_bytes())))
+    token(NAME_VERSION, shape, offset, Some(&hex))
 }
 
 /// [`encode`], naming the ranking `walk` of an ordered FIND's walk.
 pub fn encode_walk(shape: &str, offset: u64, walk: u64) -> Result<Option<String>, KipError> {
+    token(WALK_VERSION, shape, offset, Some(&walk.to_string()))
+}
+
+/// The token `version ':' offset [':' payload] ':' tag`, base64url; `None`
+/// past [`MAX_OFFSET`].
+fn token(version: &str, shape: &str, offset: u64, payload: Option<&str>) -> Result<Option<String>, KipError> {
     if offset > MAX_OFFSET {
         return Ok(None);
     }
-    let walk = walk.to_string();
-    let text = format!("{WALK_VERSION}:{offset}:{walk}:{}", tag(WALK_VERSION, shape, offset, Some(&walk))?);
+    let tag = tag(version, shape, offset, payload)?;
+    let text = match payload {
+        None => format!("{version}:{offset}:{tag}"),
+        Some(p) => format!("{version}:{offset}:{p}:{tag}"),
+    };
     Ok(Some(b64_encode(text.as_bytes())))
 }
 

@@ -226,10 +226,11 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         pg_sys::UpdateActiveSnapshotCommandId();
     }
     let status = {
-        let _no_jit = JitOff::new();
+        let _no_jit = SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::jit_enabled));
         // A cached plan is (re)planned inside SPI_execute_plan, so the
         // setting is in force whenever its plan is made.
-        let _no_seqscan = (planning == Planning::GenericIndexed).then(SeqScanOff::new);
+        let _no_seqscan = (planning == Planning::GenericIndexed)
+            .then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
         pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
     };
     if fresh || latest {
@@ -244,54 +245,35 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
     Ok(())
 }
 
-/// JIT compilation switched off while kip's statements are planned and run,
-/// and restored afterwards (also when an error unwinds through here). kip's
-/// statements are short, index-driven lookups, but the estimated cost of a
-/// generic plan with several bounded sources can pass `jit_above_cost`:
-/// keyword SEARCH then spent 130 ms of its 190 ms compiling expressions
-/// (benches/SEARCH-BENCH.md). The session's own `jit` setting is untouched
-/// for the caller's other queries.
-struct JitOff(bool);
+/// A planner switch of the backend (`jit_enabled`, `enable_seqscan`) turned
+/// off while one of kip's statements is planned and run, and restored
+/// afterwards (also when an error unwinds through here); the session's own
+/// setting is untouched for the caller's other queries.
+///
+/// * JIT, for every statement: kip's statements are short, index-driven
+///   lookups, but the estimated cost of a generic plan with several bounded
+///   sources can pass `jit_above_cost`: keyword SEARCH then spent 130 ms of
+///   its 190 ms compiling expressions (benches/SEARCH-BENCH.md).
+/// * Sequential scans, for [`Planning::GenericIndexed`] statements.
+struct SwitchedOff {
+    switch: *mut bool,
+    was: bool,
+}
 
-impl JitOff {
-    fn new() -> JitOff {
-        // SAFETY: a plain global of the backend, read and written on its only thread.
-        unsafe {
-            let was = pg_sys::jit_enabled;
-            pg_sys::jit_enabled = false;
-            JitOff(was)
-        }
+impl SwitchedOff {
+    /// SAFETY: `switch` is one of the backend's planner globals, read and
+    /// written on its only thread.
+    unsafe fn new(switch: *mut bool) -> SwitchedOff {
+        let was = *switch;
+        *switch = false;
+        SwitchedOff { switch, was }
     }
 }
 
-impl Drop for JitOff {
+impl Drop for SwitchedOff {
     fn drop(&mut self) {
         // SAFETY: as in `new`.
-        unsafe { pg_sys::jit_enabled = self.0 }
-    }
-}
-
-/// Sequential scans disabled while a [`Planning::GenericIndexed`] statement
-/// is planned and run, and restored afterwards (also when an error unwinds
-/// through here), as [`JitOff`] does for JIT. The session's own setting is
-/// untouched for its other queries.
-struct SeqScanOff(bool);
-
-impl SeqScanOff {
-    fn new() -> SeqScanOff {
-        // SAFETY: a plain global of the backend, read and written on its only thread.
-        unsafe {
-            let was = pg_sys::enable_seqscan;
-            pg_sys::enable_seqscan = false;
-            SeqScanOff(was)
-        }
-    }
-}
-
-impl Drop for SeqScanOff {
-    fn drop(&mut self) {
-        // SAFETY: as in `new`.
-        unsafe { pg_sys::enable_seqscan = self.0 }
+        unsafe { *self.switch = self.was }
     }
 }
 

@@ -222,6 +222,21 @@ fn word_source(table: &str, alias: &str, space_cond: &str, type_filter: &str, ca
     }
 }
 
+/// A common word's candidates (`df` rows, filtered by the caller): its
+/// first `limit` matches among the space's `window` newest elements of
+/// `table`, read backwards from the `(space, id)` btree and stopping at
+/// those matches, never the word's posting list (`IS TRUE` keeps the
+/// planner off GIN). `type_filter` is written on `alias`.
+fn newest_matches(table: &str, alias: &str, space: &str, type_filter: &str, window: &str, limit: &str) -> String {
+    format!(
+        "SELECT x.id FROM df, LATERAL (
+             SELECT w.id FROM (
+               SELECT {alias}.id, {alias}.search_text FROM {table} {alias}
+               WHERE {alias}.space = {space} {type_filter} ORDER BY {alias}.id DESC LIMIT {window}) w
+             WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x"
+    )
+}
+
 /// The space condition of a lookup driven by a word's posting list: a
 /// filter on the rows the GIN index returns (see the module comment), never
 /// a bitmap of the whole space AND-ed with it.
@@ -269,6 +284,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
     let window = params.int((k.max(1) * COMMON_WINDOW).max(COMMON_WINDOW_MIN));
+    let newest_matches = newest_matches("kip.concepts", "c", &space, &type_filter, &window, &limit);
     let like = like_pattern(&term);
     let lower_like = like_pattern(&format!("lower({term})"));
     let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;
@@ -332,11 +348,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
          -- the bootstrap's schema nodes, which a window in name order
          -- filled on a young space.
          common_cand AS MATERIALIZED (
-           SELECT x.id FROM df, LATERAL (
-             SELECT w.id FROM (
-               SELECT c.id, c.search_text FROM kip.concepts c
-               WHERE c.space = {space} {type_filter} ORDER BY c.id DESC LIMIT {window}) w
-             WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
+           {newest_matches}
            WHERE df.common AND {common_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
          ),
          cand AS (
@@ -388,6 +400,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
     let window = params.int((k.max(1) * COMMON_WINDOW).max(COMMON_WINDOW_MIN));
+    let newest_matches = newest_matches("kip.propositions", "l", &space, &type_filter, &window, &limit);
     let like = like_pattern(&term);
     let space_l = space_filter("l", &space);
     let word_source = word_source("kip.propositions", "l", &space_l, &type_filter, &cand);
@@ -427,11 +440,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
               AND ((SELECT count(*) FROM terms) > 1 OR NOT EXISTS (SELECT 1 FROM df WHERE df.common))
               AND {space_l} AND l.search_text @@ plainto_tsquery('simple', {term}) {type_filter} LIMIT {cand})
            UNION
-           (SELECT x.id FROM df, LATERAL (
-              SELECT w.id FROM (
-                SELECT l.id, l.search_text FROM kip.propositions l
-                WHERE l.space = {space} {type_filter} ORDER BY l.id DESC LIMIT {window}) w
-              WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
+           ({newest_matches}
             WHERE df.common AND (SELECT count(*) FROM terms) = 1)
            UNION
            {word_source}
