@@ -2,7 +2,7 @@
 # Upgrade test: a database full of kip 0.1.0 memories survives
 # `ALTER EXTENSION kip UPDATE` unchanged, gets the new capsules, still dumps
 # and restores, and ends with the same SQL objects as a fresh install; and
-# databases of the later releases (0.2.0 to 0.9.0) likewise (step 4).
+# databases of the later releases (0.2.0 to 0.10.0) likewise (step 4).
 #
 #   1. install the 0.1.0 release script (sql/releases/) next to the current
 #      one; create a 0.1.0 database whose spaces are bootstrapped with the
@@ -12,7 +12,7 @@
 #      type in one space, an Event type an agent reworded in the other, and a
 #      third space whose Experience type cannot be merged;
 #   3. ALTER EXTENSION kip UPDATE (twice), use every space, and check;
-#   4. the same update from 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0 and 0.9.0: memories unchanged,
+#   4. the same update from 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 0.9.0 and 0.10.0: memories unchanged,
 #      schema = fresh install, history recorded afterwards.
 # Runs against the project's cluster (scripts/cluster.sh, ${KIP_PGPORT}).
 set -euo pipefail
@@ -215,9 +215,9 @@ if ! diff -u "$TMP/schema-fresh" "$TMP/schema-upgraded" > "$TMP/schema.diff"; th
 fi
 echo "schema of $OLD + update = schema of a fresh $NEW install ($(wc -l < "$TMP/schema-fresh") catalog lines)"
 
-# The later releases, 0.2.0 to 0.9.0 -> current: memories unchanged, the
+# The later releases, 0.2.0 to 0.10.0 -> current: memories unchanged, the
 # same schema as a fresh install, and the history at work afterwards.
-for OLD2 in 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0; do
+for OLD2 in 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0; do
 DB2=kip_upgrade_test_${OLD2//./}
 if [ -w "$EXTDIR" ]; then install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"
 else sudo install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"; fi
@@ -265,6 +265,12 @@ echo "$out" | grep -q '"result"' || fail "write after the update: $out"
 [ "$(q $DB2 "SELECT count(*) FROM kip.history WHERE space = 'delta' AND operation = 'update' AND command_hash IS NOT NULL")" = 1 ] \
   || fail "no history row for a change after the update from $OLD2"
 echo "after the update from $OLD2: changes are recorded in kip.history"
+# Keyword search reads the keyword indexes of the current release.
+out=$(kip2 epsilon 'SEARCH CONCEPT "green tea" MODE "keyword"')
+echo "$out" | grep -q '"name": "green tea"' || fail "keyword search after the update from $OLD2: $out"
+out=$(kip2 epsilon 'SEARCH PROPOSITION "derived" MODE "keyword"')
+echo "$out" | grep -q '"predicate": "derived_from"' || fail "keyword search of links after the update from $OLD2: $out"
+echo "after the update from $OLD2: keyword search finds concepts and links"
 q postgres "DROP DATABASE IF EXISTS $DB2" >/dev/null
 done
 

@@ -153,12 +153,23 @@ CREATE INDEX concepts_definition_names_idx ON kip.concepts (space, type, name CO
 -- table were estimated at 643 rows, and DESCRIBE sorted all of them for each
 -- page instead of reading the first ones from the index above.
 CREATE STATISTICS kip.concepts_space_type (mcv) ON space, type FROM kip.concepts;
+-- Keyword search looks words up per space: each word of search_text is
+-- indexed as `space U+001F word` (kip.space_words, src/search/space_words.rs),
+-- so a word's posting list holds only one space's elements, and ANALYZE's
+-- element statistics of the expression say how common the word is in each
+-- space. A word another space uses a million times costs this space no more
+-- than a rare one.
+CREATE FUNCTION kip.space_words(space text, words text[]) RETURNS text[]
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_space_words';
+COMMENT ON FUNCTION kip.space_words(text, text[]) IS 'Each word prefixed with its space and U+001F: the keys of the keyword indexes (kip internal)';
 -- Every write of a row, a new vector included, adds its words to the GIN
 -- pending list, which each keyword search reads linearly until (auto)vacuum
 -- merges it: a 4 MB default list after a backfill costs every search ~5 ms
 -- per word. A 256 kB list keeps that cost small and still batches writes.
-CREATE INDEX concepts_search_idx ON kip.concepts USING gin (search_text) WITH (gin_pending_list_limit = 256);
-CREATE INDEX propositions_search_idx ON kip.propositions USING gin (search_text) WITH (gin_pending_list_limit = 256);
+CREATE INDEX concepts_words_idx ON kip.concepts
+    USING gin (kip.space_words(space, tsvector_to_array(search_text))) WITH (gin_pending_list_limit = 256);
+CREATE INDEX propositions_words_idx ON kip.propositions
+    USING gin (kip.space_words(space, tsvector_to_array(search_text))) WITH (gin_pending_list_limit = 256);
 -- Keyword search (src/search/keyword.rs): exact names case-insensitively, and
 -- trigram GiST for both substring matches and nearest-name-first (KNN) fuzzy
 -- candidates, so a typo is answered by an index-ordered top-k.

@@ -20,6 +20,7 @@ pub mod keyword;
 mod load;
 mod query;
 pub mod semantic;
+mod space_words;
 mod word_stats;
 
 pub use query::{Hit, Mode, Query};

@@ -1,6 +1,7 @@
-//! How common each word of `search_text` is over a whole table, from the
-//! planner's statistics (`pg_stats.most_common_elems`, gathered by ANALYZE
-//! and autovacuum), and the table's size estimate.
+//! How common each word is in each space, from the planner's statistics of
+//! the keyword indexes' expression (`kip.space_words`, whose elements are
+//! `space ␟ word`: `pg_stats.most_common_elems` of the index, gathered by
+//! ANALYZE and autovacuum), and the table's size estimate.
 //!
 //! Keyword search uses them to tell a common word from a rare one before
 //! touching its posting list. They are read once per backend and table
@@ -8,6 +9,7 @@
 //! the `pg_stats` view inside every search statement cost ~2.5 ms, more
 //! than the rest of a typical search.
 
+use super::space_words;
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::KipError;
 use serde_json::Value;
@@ -25,10 +27,24 @@ const TTL: Duration = Duration::from_secs(60);
 pub struct WordStats {
     /// `pg_class.reltuples`, 0 when the table was never analyzed.
     pub rows: f64,
-    /// The most common words, and the share of rows containing each
-    /// (`freqs[i]` for `words[i]`; Postgres appends three summary numbers).
-    pub words: Vec<String>,
-    pub freqs: Vec<f32>,
+    /// The most common keys (`space ␟ word`), and the share of the table's
+    /// rows containing each (`freqs[i]` for `keys[i]`; Postgres appends
+    /// three summary numbers).
+    keys: Vec<String>,
+    freqs: Vec<f32>,
+}
+
+impl WordStats {
+    /// The most common words of `space`, and the share of the table's rows
+    /// containing each.
+    pub fn of_space(&self, space: &str) -> (Vec<String>, Vec<f32>) {
+        let prefix = space_words::prefix(space);
+        self.keys
+            .iter()
+            .zip(&self.freqs)
+            .filter_map(|(key, freq)| Some((key.strip_prefix(&prefix)?.to_string(), *freq)))
+            .unzip()
+    }
 }
 
 thread_local! {
@@ -36,7 +52,8 @@ thread_local! {
     static CACHE: RefCell<HashMap<(&'static str, u32), (Instant, Rc<WordStats>)>> = RefCell::new(HashMap::new());
 }
 
-/// The statistics of `table` (`schema.name`, a trusted identifier).
+/// The statistics of `table` (`schema.name`, a trusted identifier; its
+/// keyword index is `<name>_words_idx`).
 pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError> {
     let key = (table, u32::from(unsafe { pgrx::pg_sys::GetUserId() }));
     if let Some(stats) = CACHE.with(|c| c.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|(_, s)| s.clone())) {
@@ -53,15 +70,15 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
                 to_jsonb(coalesce(s.most_common_elems::text::text[], '{}')),
                 to_jsonb(coalesce(s.most_common_elem_freqs, '{}'))
          FROM pg_class c
-         LEFT JOIN pg_stats s ON s.schemaname = $1 AND s.tablename = $2 AND s.attname = 'search_text'
+         LEFT JOIN pg_stats s ON s.schemaname = $1 AND s.tablename = $2 AND s.attname = 'space_words'
          WHERE c.oid = $3::regclass",
-        &[SqlParam::Text(schema.into()), SqlParam::Text(name.into()), SqlParam::Text(table.into())],
+        &[SqlParam::Text(schema.into()), SqlParam::Text(format!("{name}_words_idx")), SqlParam::Text(table.into())],
         access,
     )?;
     let stats = Rc::new(match rows.first() {
         Some(row) => WordStats {
             rows: row[0].as_f64().unwrap_or(0.0),
-            words: strings(&row[1]),
+            keys: strings(&row[1]),
             freqs: row[2].as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_f64()).map(|f| f as f32).collect()),
         },
         None => WordStats::default(),
