@@ -295,7 +295,11 @@ fn cursor_pagination_returns_every_row_once() {
     for query in [
         r#"FIND(?n.name) WHERE { ?n {type: "Node"} } LIMIT :limit"#,
         r#"FIND(?n.name, ?n.attributes.bucket) WHERE { ?n {type: "Node"} } ORDER BY ?n.attributes.bucket DESC LIMIT :limit"#,
+        // Ordered, with a key that may be null: pages by offset (its later
+        // pages are known to have no ranking). One column per variable.
+        r#"FIND(?n.name, ?m.name) WHERE { ?n {type: "Node"} OPTIONAL { (?n, "next", ?m) } } ORDER BY ?n.name DESC LIMIT :limit"#,
     ] {
+        let columnar = query.contains("?m.name");
         let mut seen = BTreeSet::new();
         let mut total = 0;
         let mut cursor: Option<String> = None;
@@ -307,7 +311,8 @@ fn cursor_pagination_returns_every_row_once() {
             };
             let out = kip(&mut c, &cmd, params);
             let page = ok(out.clone());
-            for row in page.as_array().unwrap() {
+            let rows = if columnar { page[0].as_array().unwrap() } else { page.as_array().unwrap() };
+            for row in rows {
                 let name = if row.is_array() { row[0].clone() } else { row.clone() };
                 seen.insert(name.as_str().unwrap().to_string());
                 total += 1;

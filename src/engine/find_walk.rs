@@ -24,7 +24,10 @@
 //! was dropped, resumes at the token's offset and ranks again there.
 //! Rankings are bounded: [`MAX_RANKED_IDS`] ids each (a longer walk pages
 //! by offset), [`MAX_WALKS`] per backend (the oldest is dropped), and
-//! [`WALK_TTL`] of age.
+//! [`WALK_TTL`] of age. A query found to have no ranking (a key that may be
+//! null) or too long a result is remembered as such for [`WALK_TTL`], so
+//! its later pages go straight to paging by offset instead of compiling
+//! the ranking, or running it over the whole result, again for each page.
 
 use crate::compile::env::Env;
 use crate::compile::find::{compile_find, compile_find_ranked, FindSql, Out};
@@ -43,6 +46,8 @@ const MAX_RANKED_IDS: usize = 1_000_000;
 const MAX_WALKS: usize = 4;
 /// A ranking older than this is dropped.
 const WALK_TTL: Duration = Duration::from_secs(600);
+/// Queries remembered as unrankable per backend (the oldest is dropped).
+const MAX_UNRANKED: usize = 64;
 
 struct Walk {
     number: u64,
@@ -68,6 +73,9 @@ impl Walk {
 
 thread_local! {
     static WALKS: RefCell<Vec<Walk>> = const { RefCell::new(Vec::new()) };
+    /// (role, shape) of the queries that have no ranking or too long a
+    /// result, with when that was found.
+    static UNRANKED: RefCell<Vec<((u32, u64), Instant)>> = const { RefCell::new(Vec::new()) };
     static NEXT_NUMBER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
@@ -121,9 +129,13 @@ pub(crate) fn page(
     let held = walk.and_then(|number| slice(number, key, offset, limit));
     let (number, ids, more) = match held {
         Some(found) => found,
+        None if unranked(key) => return Ok(None),
         None => match rank(q, env, offset)? {
             Some((ids, width)) => remember(key, offset, ids, width, limit),
-            None => return Ok(None),
+            None => {
+                mark_unranked(key);
+                return Ok(None);
+            }
         },
     };
     if ids.is_empty() {
@@ -155,6 +167,22 @@ fn slice(number: u64, key: (u32, u64), offset: u64, limit: u64) -> Option<(u64, 
         let end = start.saturating_add(usize::try_from(limit).unwrap_or(usize::MAX)).min(total);
         Some((number, solutions(&w.ids, w.width, start, end), end < total))
     })
+}
+
+/// Whether the query `key` was found unrankable within [`WALK_TTL`].
+fn unranked(key: (u32, u64)) -> bool {
+    UNRANKED.with(|u| u.borrow().iter().any(|(k, at)| *k == key && at.elapsed() < WALK_TTL))
+}
+
+fn mark_unranked(key: (u32, u64)) {
+    UNRANKED.with(|u| {
+        let mut u = u.borrow_mut();
+        u.retain(|(k, at)| *k != key && at.elapsed() < WALK_TTL);
+        if u.len() >= MAX_UNRANKED {
+            u.remove(0);
+        }
+        u.push((key, Instant::now()));
+    });
 }
 
 /// Solutions `[start, end)` of a ranking of `width` ids a solution.
