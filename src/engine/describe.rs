@@ -128,10 +128,16 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
     };
     let (types_cte, keys) = match key_concepts {
         Some(_) => (
+            // From the types to their domain links, in that order whatever
+            // the statistics say (the fenced subqueries): the generic plan
+            // read every `belongs_to_domain` link of the space and probed
+            // its subject instead once another space of the table held
+            // many types (6,000 probes, 11 ms, for the primer's 12 types).
             "WITH types AS MATERIALIZED ( \
-               SELECT t.id, t.name, m.object AS domain FROM kip.concepts t \
-               JOIN kip.propositions m ON m.space = $1 AND m.subject = t.id AND m.predicate = 'belongs_to_domain' \
-               WHERE t.space = $1 AND t.type = '$ConceptType') ",
+               SELECT t.id, t.name, m.object AS domain \
+               FROM (SELECT c.id, c.name FROM kip.concepts c WHERE c.space = $1 AND c.type = '$ConceptType' OFFSET 0) t \
+               CROSS JOIN LATERAL (SELECT l.object FROM kip.propositions l \
+                                   WHERE l.space = $1 AND l.subject = t.id AND l.predicate = 'belongs_to_domain' OFFSET 0) m) ",
             format!(
                 ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM ( \
                    (SELECT t.name, true AS is_type, {type_degree} AS degree FROM types t WHERE t.domain = d.id) \

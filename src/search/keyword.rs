@@ -135,9 +135,12 @@ fn like_pattern(term: &str) -> String {
 }
 
 /// The words of the term with their inverse document frequency over the
-/// space (`df` in `table`, `n` the table's size estimate), as CTEs `terms`,
-/// `stats` (the table's word statistics, bound as parameters), `df` (with
-/// `common`: the word brings no candidates of its own) and `idf`.
+/// space (`df` in the space's rows of `table`, `space_n` the space's size
+/// estimate; `n` is the table's), as CTEs `terms`, `stats` (the table's
+/// word statistics, bound as parameters), `df` (with `common`: the word
+/// brings no candidates of its own) and `idf`. Both frequencies are the
+/// space's: with the table's size as N, every word of a small space looked
+/// rare, and the weights of its rare and common words drew together.
 fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> Result<String, KipError> {
     let stats = word_stats::of(table, ctx.access)?;
     let (space_words, space_freqs) = stats.of_space(ctx.space.name());
@@ -145,6 +148,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
     let words_x = space_words::of("x");
     let key = space_words::key(space, "w.lexeme");
     let n = params.push(SqlParam::Float(stats.rows));
+    let space_n = params.push(SqlParam::Float(stats.space_rows(ctx.space.name())));
     let words = params.push(SqlParam::TextArray(space_words));
     let freqs = params.push(SqlParam::RealArray(space_freqs));
     Ok(format!(
@@ -154,7 +158,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
            LIMIT {MAX_WORDS}
          ),
          stats AS MATERIALIZED (
-           SELECT {n}::float8 AS n, {words}::text[] AS elems, {freqs}::real[] AS freqs
+           SELECT {n}::float8 AS n, {space_n}::float8 AS space_n, {words}::text[] AS elems, {freqs}::real[] AS freqs
          ),
          estimated AS MATERIALIZED (
            SELECT t.lexeme, t.tq, t.key,
@@ -173,7 +177,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
          idf AS MATERIALIZED (
            SELECT d.lexeme, d.tq, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf
            FROM df d,
-                (SELECT greatest((SELECT n FROM stats), (SELECT max(df) FROM df), 1)::float8 AS n) n
+                (SELECT greatest((SELECT space_n FROM stats), (SELECT max(df) FROM df), 1)::float8 AS n) n
          )"
     ))
 }

@@ -32,6 +32,12 @@ pub struct WordStats {
     /// three summary numbers).
     keys: Vec<String>,
     freqs: Vec<f32>,
+    /// The most common spaces, the share of the table's rows each holds,
+    /// and the number of distinct spaces (`pg_stats` of `space`; negative:
+    /// a share of the rows).
+    spaces: Vec<String>,
+    space_freqs: Vec<f32>,
+    n_distinct: f64,
 }
 
 impl WordStats {
@@ -44,6 +50,24 @@ impl WordStats {
             .zip(&self.freqs)
             .filter_map(|(key, freq)| Some((key.strip_prefix(&prefix)?.to_string(), *freq)))
             .unzip()
+    }
+
+    /// An estimate of the number of rows of `space`, from the statistics of
+    /// `space` as the planner makes it (a common space's share, else the
+    /// rest spread over the other spaces); the table's rows when there are
+    /// none (never analyzed, or hidden from a role under row-level
+    /// security, whose `rows` are the rows it sees).
+    pub fn space_rows(&self, space: &str) -> f64 {
+        if let Some(i) = self.spaces.iter().position(|s| s == space) {
+            return f64::from(self.space_freqs.get(i).copied().unwrap_or(1.0)) * self.rows;
+        }
+        let distinct = if self.n_distinct < 0.0 { -self.n_distinct * self.rows } else { self.n_distinct };
+        let others = distinct - self.spaces.len() as f64;
+        if self.spaces.is_empty() || others < 1.0 {
+            return self.rows;
+        }
+        let rest: f64 = 1.0 - self.space_freqs.iter().map(|&f| f64::from(f)).sum::<f64>();
+        rest.max(0.0) * self.rows / others
     }
 }
 
@@ -68,9 +92,13 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
                                                           + (SELECT count(*) FROM ONLY kip.propositions WHERE c.relname = 'propositions')
                      ELSE greatest(c.reltuples, 0) END::float8,
                 to_jsonb(coalesce(s.most_common_elems::text::text[], '{}')),
-                to_jsonb(coalesce(s.most_common_elem_freqs, '{}'))
+                to_jsonb(coalesce(s.most_common_elem_freqs, '{}')),
+                to_jsonb(coalesce(sp.most_common_vals::text::text[], '{}')),
+                to_jsonb(coalesce(sp.most_common_freqs, '{}')),
+                coalesce(sp.n_distinct, 0)::float8
          FROM pg_class c
          LEFT JOIN pg_stats s ON s.schemaname = $1 AND s.tablename = $2 AND s.attname = 'space_words'
+         LEFT JOIN pg_stats sp ON sp.schemaname = $1 AND sp.tablename = c.relname AND sp.attname = 'space'
          WHERE c.oid = $3::regclass",
         &[SqlParam::Text(schema.into()), SqlParam::Text(format!("{name}_words_idx")), SqlParam::Text(table.into())],
         access,
@@ -79,7 +107,10 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
         Some(row) => WordStats {
             rows: row[0].as_f64().unwrap_or(0.0),
             keys: strings(&row[1]),
-            freqs: row[2].as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_f64()).map(|f| f as f32).collect()),
+            freqs: reals(&row[2]),
+            spaces: strings(&row[3]),
+            space_freqs: reals(&row[4]),
+            n_distinct: row[5].as_f64().unwrap_or(0.0),
         },
         None => WordStats::default(),
     });
@@ -87,6 +118,51 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
     Ok(stats)
 }
 
+fn reals(v: &Value) -> Vec<f32> {
+    v.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_f64()).map(|f| f as f32).collect())
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array().map_or_else(Vec::new, |a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WordStats;
+
+    fn stats(spaces: &[&str], freqs: &[f32], n_distinct: f64) -> WordStats {
+        WordStats {
+            rows: 10_000.0,
+            spaces: spaces.iter().map(|s| s.to_string()).collect(),
+            space_freqs: freqs.to_vec(),
+            n_distinct,
+            ..WordStats::default()
+        }
+    }
+
+    #[test]
+    fn a_space_size_comes_from_the_space_statistics() {
+        let s = stats(&["big", "mid"], &[0.7, 0.2], 12.0);
+        assert_eq!(s.space_rows("big").round(), 7_000.0);
+        assert_eq!(s.space_rows("mid").round(), 2_000.0);
+        // The other tenth of the rows, over the 10 other spaces.
+        assert_eq!(s.space_rows("small").round(), 100.0);
+        // n_distinct as a share of the rows (negative): 0.001 x 10,000 = 10.
+        assert_eq!(stats(&["big"], &[0.5], -0.001).space_rows("x").round(), (5_000.0_f64 / 9.0).round());
+        // No statistics: the table's rows.
+        assert_eq!(stats(&[], &[], 0.0).space_rows("any"), 10_000.0);
+        // Every space is a common one: an unknown one is the table's size.
+        assert_eq!(stats(&["a", "b"], &[0.5, 0.5], 2.0).space_rows("c"), 10_000.0);
+    }
+
+    #[test]
+    fn a_space_reads_only_its_own_words() {
+        let s = WordStats {
+            keys: vec!["a\u{1f}tea".into(), "b\u{1f}tea".into(), "a\u{1f}cup".into(), "ab\u{1f}x".into()],
+            freqs: vec![0.1, 0.2, 0.3, 0.4],
+            ..WordStats::default()
+        };
+        assert_eq!(s.of_space("a"), (vec!["tea".to_string(), "cup".to_string()], vec![0.1, 0.3]));
+        assert_eq!(s.of_space("b"), (vec!["tea".to_string()], vec![0.2]));
+    }
 }
