@@ -217,6 +217,7 @@ echo "schema of $OLD + update = schema of a fresh $NEW install ($(wc -l < "$TMP/
 
 # The later releases, 0.2.0 to 0.10.0 -> current: memories unchanged, the
 # same schema as a fresh install, and the history at work afterwards.
+PREVIOUS=0.10.0
 for OLD2 in 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0; do
 DB2=kip_upgrade_test_${OLD2//./}
 if [ -w "$EXTDIR" ]; then install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"
@@ -240,6 +241,13 @@ for space in delta epsilon; do
   echo "$out" | grep -q '"result"' || fail "$OLD2 memories in $space: $out"
 done
 q $DB2 "SELECT kip_maintenance('*')" >/dev/null
+# The new library serves the previous release's schema until the update
+# (DESIGN §5): keyword search there reads that schema's word index.
+if [ "$OLD2" = "$PREVIOUS" ]; then
+  out=$(kip2 epsilon 'SEARCH CONCEPT "green tea" MODE "keyword"')
+  echo "$out" | grep -q '"name": "green tea"' || fail "keyword search on the $OLD2 schema with the new library: $out"
+  echo "the new library searches the $OLD2 schema before the update"
+fi
 snapshot2() {
   q $DB2 "SELECT c::text FROM (SELECT id, space, type, name, attributes, metadata, version, created_at, updated_at FROM kip.concepts) c ORDER BY id" > "$1"
   q $DB2 "SELECT p::text FROM (SELECT id, space, subject, predicate, object, attributes, metadata, version, created_at, updated_at FROM kip.propositions) p ORDER BY id" >> "$1"

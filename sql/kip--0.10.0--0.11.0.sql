@@ -17,3 +17,10 @@ CREATE INDEX concepts_words_idx ON kip.concepts
     USING gin (kip.space_words(space, tsvector_to_array(search_text))) WITH (gin_pending_list_limit = 256);
 CREATE INDEX propositions_words_idx ON kip.propositions
     USING gin (kip.space_words(space, tsvector_to_array(search_text))) WITH (gin_pending_list_limit = 256);
+
+-- The trigram index on names (keyword search's substring and similar-name
+-- sources) becomes GIN: a GiST scan for names similar to a term walked
+-- most of the tree when the names were many and alike.
+DROP INDEX kip.concepts_name_trgm_idx;
+CREATE INDEX concepts_name_trgm_idx ON kip.concepts
+    USING gin ((lower(name) COLLATE "C") gin_trgm_ops) WITH (gin_pending_list_limit = 256);

@@ -36,7 +36,7 @@
 //!   have become rare in the space (then the window finds few and the
 //!   fallback below runs), or be common here but unknown to them;
 //! * trigram sources, names containing the term (3+ characters) and the
-//!   names nearest to it (GiST KNN): always on a small database
+//!   20 names most similar to it (trigram GIN): always on a small database
 //!   (`FUZZY_ALWAYS_BELOW` concepts), else only as keyword mode's fallback
 //!   for a misspelt name ([`Role`]).
 //!
@@ -76,7 +76,7 @@
 //! works whatever `search_path` is.
 
 use super::query::{Hit, Query};
-use super::space_words;
+use super::space_words::{self, Lookup};
 use super::word_stats;
 use crate::compile::ids::ElementKind;
 use crate::compile::Params;
@@ -117,10 +117,11 @@ const FUZZY_MAX_WORDS: usize = 3;
 /// the lowercased name (pg_trgm folds case anyway, so `LIKE` on it is
 /// `ILIKE` on the name, and `<->` distances are the same), in the "C"
 /// collation so that no equality on `name` or `lower(name)` anywhere else
-/// can be planned onto this index: a GiST trigram scan answers `name = 'x'`
-/// correctly but walks much of the index (3.5 ms where the btree takes
-/// 0.02 ms), and the planner, which costs both alike, picked it for FIND
-/// anchors and schema lookups. The nearest-name source takes only names
+/// can be planned onto this index: a trigram scan answers `name = 'x'`
+/// correctly but reads much of the index (3.5 ms where the btree takes
+/// 0.02 ms, with the GiST index of earlier releases), and the planner,
+/// which costs both alike, picked it for FIND anchors and schema lookups.
+/// The nearest-name source takes only names
 /// similar to the term (`%`, pg_trgm's similarity threshold, 0.3 by default:
 /// below it the trigram part of the score is 0 anyway), nearest first and
 /// then by id: names at the same distance would otherwise be cut in the
@@ -143,9 +144,9 @@ fn like_pattern(term: &str) -> String {
 /// rare, and the weights of its rare and common words drew together.
 fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> Result<String, KipError> {
     let stats = word_stats::of(table, ctx.access)?;
+    let has_word = Lookup { keyed: stats.keyed }.has_word("x", "e");
     let (space_words, space_freqs) = stats.of_space(ctx.space.name());
     let space_x = space_filter("x", space);
-    let words_x = space_words::of("x");
     let key = space_words::key(space, "w.lexeme");
     let n = params.push(SqlParam::Float(stats.rows));
     let space_n = params.push(SqlParam::Float(stats.space_rows(ctx.space.name())));
@@ -169,7 +170,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
            SELECT e.lexeme, e.tq, e.key, d.df, d.df >= {DF_CAP} AS common, l.ids
            FROM estimated e,
                 LATERAL (SELECT ARRAY(SELECT x.id FROM {table} x
-                                      WHERE e.rows < {COMMON_ROWS} AND {space_x} AND {words_x} @> e.key
+                                      WHERE e.rows < {COMMON_ROWS} AND {space_x} AND {has_word}
                                       LIMIT {DF_CAP}) AS ids) l,
                 LATERAL (SELECT CASE WHEN e.rows >= {COMMON_ROWS} THEN e.rows
                                      ELSE cardinality(l.ids)::float8 END AS df) d
@@ -222,15 +223,15 @@ fn trigram_gate(term: &str, role: Role, rows: f64) -> Option<String> {
 /// collected while counting it (all of them, since it is in fewer than
 /// `DF_CAP` elements), or, under WITH TYPE (which the count does not
 /// apply), a lookup of its own.
-fn word_source(table: &str, alias: &str, space_cond: &str, type_filter: &str, cand: &str) -> String {
+fn word_source(table: &str, alias: &str, space_cond: &str, type_filter: &str, cand: &str, lookup: Lookup) -> String {
     if type_filter.is_empty() {
         format!("(SELECT u.id FROM df, LATERAL unnest(df.ids[1:{cand}]) AS u(id) WHERE NOT df.common)")
     } else {
-        let words = space_words::of(alias);
+        let has_word = lookup.has_word(alias, "df");
         format!(
             "(SELECT x.id FROM df, LATERAL (
               SELECT {alias}.id FROM {table} {alias}
-              WHERE {space_cond} AND {words} @> df.key {type_filter} LIMIT {cand}) x
+              WHERE {space_cond} AND {has_word} {type_filter} LIMIT {cand}) x
             WHERE NOT df.common)"
         )
     }
@@ -296,6 +297,7 @@ fn candidates(k: i64) -> i64 {
 
 fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
+    let lookup = Lookup { keyed: word_stats::of("kip.concepts", ctx.access)?.keyed };
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
     let type_filter = match q.with_type {
@@ -314,8 +316,8 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
     let space_c = space_filter("c", &space);
-    let words_c = space_words::of("c");
-    let word_source = word_source("kip.concepts", "c", &space_c, &type_filter, &cand);
+    let has_all = lookup.has_all("c", &term);
+    let word_source = word_source("kip.concepts", "c", &space_c, &type_filter, &cand, lookup);
     // The trigram sources are left out of the statement when their gate is
     // known to be closed (a large memory, and no fallback for this role and
     // term): less to plan.
@@ -356,7 +358,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
            UNION
            (SELECT c.id FROM kip.concepts c
             WHERE (SELECT count(*) FROM terms) > 1 AND NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
-              AND {space_c} AND {words_c} @> (SELECT array_agg(t.key[1]) FROM terms t) {type_filter} LIMIT {cand})
+              AND {space_c} AND {has_all} {type_filter} LIMIT {cand})
            UNION
            (SELECT id FROM alias_cand LIMIT 40)
            UNION
@@ -413,6 +415,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
 
 fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
+    let lookup = Lookup { keyed: word_stats::of("kip.propositions", ctx.access)?.keyed };
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
     let type_filter = match q.with_type {
@@ -425,8 +428,8 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     let newest_matches = newest_matches("kip.propositions", "l", &space, &type_filter, &window, &limit);
     let like = like_pattern(&term);
     let space_l = space_filter("l", &space);
-    let words_l = space_words::of("l");
-    let word_source = word_source("kip.propositions", "l", &space_l, &type_filter, &cand);
+    let has_all = lookup.has_all("l", &term);
+    let word_source = word_source("kip.propositions", "l", &space_l, &type_filter, &cand, lookup);
     let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
@@ -461,7 +464,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
            (SELECT l.id FROM kip.propositions l
             WHERE NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
               AND ((SELECT count(*) FROM terms) > 1 OR NOT EXISTS (SELECT 1 FROM df WHERE df.common))
-              AND {space_l} AND {words_l} @> (SELECT array_agg(t.key[1]) FROM terms t) {type_filter} LIMIT {cand})
+              AND {space_l} AND {has_all} {type_filter} LIMIT {cand})
            UNION
            ({newest_matches}
             WHERE df.common AND (SELECT count(*) FROM terms) = 1)

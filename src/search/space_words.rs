@@ -18,8 +18,39 @@ use pgrx::{FromDatum, IntoDatum};
 /// The indexed expression over the row `alias`, written exactly as in the
 /// index definitions: the planner matches an index to the expression's
 /// form.
-pub fn of(alias: &str) -> String {
+fn of(alias: &str) -> String {
     format!("kip.space_words({alias}.space, tsvector_to_array({alias}.search_text))")
+}
+
+/// How a keyword statement asks for the rows containing a word: through
+/// the keyword index keyed by space, or, in a database still on an earlier
+/// release's schema (`ALTER EXTENSION kip UPDATE` not run yet), through the
+/// GIN index on `search_text` that schema has. One library serves both.
+#[derive(Clone, Copy, Debug)]
+pub struct Lookup {
+    pub keyed: bool,
+}
+
+impl Lookup {
+    /// The row `alias` contains the word of `word`, a row with the word's
+    /// `key` (a one-key array) and its `tq` (a tsquery).
+    pub fn has_word(self, alias: &str, word: &str) -> String {
+        if self.keyed {
+            format!("{} @> {word}.key", of(alias))
+        } else {
+            format!("{alias}.search_text @@ {word}.tq")
+        }
+    }
+
+    /// The row `alias` contains every word of the CTE `terms` (the words
+    /// of `term`, SQL text).
+    pub fn has_all(self, alias: &str, term: &str) -> String {
+        if self.keyed {
+            format!("{} @> (SELECT array_agg(t.key[1]) FROM terms t)", of(alias))
+        } else {
+            format!("{alias}.search_text @@ plainto_tsquery('simple', {term})")
+        }
+    }
 }
 
 /// The key of the word `lexeme` (SQL text) in the space `space` (SQL text).

@@ -27,6 +27,11 @@ const TTL: Duration = Duration::from_secs(60);
 pub struct WordStats {
     /// `pg_class.reltuples`, 0 when the table was never analyzed.
     pub rows: f64,
+    /// Whether the table has its keyword index keyed by space (kip 0.11.0's
+    /// schema). A database whose `ALTER EXTENSION kip UPDATE` has not run
+    /// yet has the GIN index on `search_text` of earlier releases instead,
+    /// and its statistics are the table's: `keys` are then plain words.
+    pub keyed: bool,
     /// The most common keys (`space ␟ word`), and the share of the table's
     /// rows containing each (`freqs[i]` for `keys[i]`; Postgres appends
     /// three summary numbers).
@@ -44,6 +49,9 @@ impl WordStats {
     /// The most common words of `space`, and the share of the table's rows
     /// containing each.
     pub fn of_space(&self, space: &str) -> (Vec<String>, Vec<f32>) {
+        if !self.keyed {
+            return (self.keys.clone(), self.freqs.iter().take(self.keys.len()).copied().collect());
+        }
         let prefix = space_words::prefix(space);
         self.keys
             .iter()
@@ -95,12 +103,21 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
                 to_jsonb(coalesce(s.most_common_elem_freqs, '{}')),
                 to_jsonb(coalesce(sp.most_common_vals::text::text[], '{}')),
                 to_jsonb(coalesce(sp.most_common_freqs, '{}')),
-                coalesce(sp.n_distinct, 0)::float8
+                coalesce(sp.n_distinct, 0)::float8,
+                k.keyed
          FROM pg_class c
-         LEFT JOIN pg_stats s ON s.schemaname = $1 AND s.tablename = $2 AND s.attname = 'space_words'
+         CROSS JOIN LATERAL (SELECT to_regclass($4) IS NOT NULL AS keyed) k
+         LEFT JOIN pg_stats s ON s.schemaname = $1
+                             AND CASE WHEN k.keyed THEN s.tablename = $2 AND s.attname = 'space_words'
+                                      ELSE s.tablename = c.relname AND s.attname = 'search_text' END
          LEFT JOIN pg_stats sp ON sp.schemaname = $1 AND sp.tablename = c.relname AND sp.attname = 'space'
          WHERE c.oid = $3::regclass",
-        &[SqlParam::Text(schema.into()), SqlParam::Text(format!("{name}_words_idx")), SqlParam::Text(table.into())],
+        &[
+            SqlParam::Text(schema.into()),
+            SqlParam::Text(format!("{name}_words_idx")),
+            SqlParam::Text(table.into()),
+            SqlParam::Text(format!("{schema}.{name}_words_idx")),
+        ],
         access,
     )?;
     let stats = Rc::new(match rows.first() {
@@ -111,6 +128,7 @@ pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError
             spaces: strings(&row[3]),
             space_freqs: reals(&row[4]),
             n_distinct: row[5].as_f64().unwrap_or(0.0),
+            keyed: row[6].as_bool().unwrap_or(false),
         },
         None => WordStats::default(),
     });
@@ -158,6 +176,7 @@ mod tests {
     #[test]
     fn a_space_reads_only_its_own_words() {
         let s = WordStats {
+            keyed: true,
             keys: vec!["a\u{1f}tea".into(), "b\u{1f}tea".into(), "a\u{1f}cup".into(), "ab\u{1f}x".into()],
             freqs: vec![0.1, 0.2, 0.3, 0.4],
             ..WordStats::default()
