@@ -218,3 +218,36 @@ fn an_exact_alias_of_a_common_word_is_found_at_any_limit() {
     let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "breeze" MODE "keyword" WITH TYPE "Wind" LIMIT 1"#, json!({})));
     assert_eq!(names(&hits), ["zephyrus"], "{hits}");
 }
+
+/// In keyword mode, a word common in the space's links brings its first
+/// matches among the newest links when the other sources find fewer than
+/// asked, whatever else the term holds, as it does for concepts: "zzqx
+/// weekly" (a word no link has, and a word in 250 link descriptions)
+/// found nothing when only a one-word term had that source.
+#[test]
+fn a_common_word_of_links_is_found_beside_an_absent_word() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "search_links_common");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?m { {type: "$ConceptType", name: "Meeting"} SET ATTRIBUTES { description: "A gathering." } }
+          CONCEPT ?a { {type: "$PropositionType", name: "attended"} SET ATTRIBUTES { description: "Took part in." } }
+        }"#,
+        json!({}),
+    ));
+    let blocks: String = (0..250)
+        .map(|i| {
+            format!(
+                r#" CONCEPT ?p{i} {{ {{type: "Person", name: "member {i}"}} SET ATTRIBUTES {{ person_class: "Human" }} }}
+                    PROPOSITION ?l{i} {{ (?p{i}, "attended", ?m) SET ATTRIBUTES {{ description: "a weekly standup" }} }}"#
+            )
+        })
+        .collect();
+    ok(kip(&mut c, &format!(r#"UPSERT {{ CONCEPT ?m {{ {{type: "Meeting", name: "standup"}} }} {blocks} }}"#), json!({})));
+    let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "zzqx weekly" LIMIT 5 MODE "keyword""#, json!({})));
+    let arr = hits.as_array().unwrap();
+    assert_eq!(arr.len(), 5, "{hits}");
+    assert!(arr.iter().all(|h| h["predicate"] == "attended"), "{hits}");
+    c.execute("SELECT kip_drop_space($1)", &[&space]).expect("kip_drop_space");
+}

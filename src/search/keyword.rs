@@ -198,6 +198,18 @@ pub enum Role {
     HybridHalf,
 }
 
+/// When a common word brings candidates of its own (given that the other
+/// sources found fewer than asked): always when keyword search answers
+/// alone; as hybrid's keyword half, for a one-word term only ("hiking"),
+/// not for the filler words of a question ("a", "who"), which the semantic
+/// half answers better.
+fn common_gate(role: Role) -> &'static str {
+    match role {
+        Role::Alone => "true",
+        Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
+    }
+}
+
 /// Whether trigram matching runs: always on a small memory, else (as a
 /// fallback) only when the word sources found nothing (`primary_cand` and
 /// `common_cand` empty) for a short term. A trigram scan of a large table costs tens of
@@ -281,7 +293,7 @@ fn text_score() -> &'static str {
 pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
     let (sql, params) = match q.kind {
         ElementKind::Concept => concepts_sql(q, k, role, ctx)?,
-        ElementKind::Proposition => propositions_sql(q, k, ctx)?,
+        ElementKind::Proposition => propositions_sql(q, k, role, ctx)?,
     };
     let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed)?;
     Ok(rows
@@ -334,10 +346,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             ORDER BY {NAME_TRGM_KEY} {knn} lower({term}), c.id LIMIT 20)"
         ),
     };
-    let common_gate = match role {
-        Role::Alone => "true",
-        Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
-    };
+    let common_gate = common_gate(role);
     let sql = format!(
         "WITH {idf},
          -- An exact alias, as written or lowercased: probes of the
@@ -413,7 +422,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     Ok((sql, params))
 }
 
-fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), KipError> {
+fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
     let lookup = Lookup { keyed: word_stats::of("kip.propositions", ctx.access)?.keyed };
     let space = params.text(ctx.space.name());
@@ -433,6 +442,7 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
     let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
+    let common_gate = common_gate(role);
     // A predicate matches by its name (words, exact, contained) or by the
     // description of its $PropositionType definition; its links then rank
     // by how well the definition matched.
@@ -453,27 +463,34 @@ fn propositions_sql(q: &Query, k: i64, ctx: &Ctx) -> Result<(String, Params), Ki
                   OR EXISTS (SELECT 1 FROM idf i WHERE p.search_text @@ i.tq))
            LIMIT 50
          ),
-         cand AS (
+         primary_cand AS MATERIALIZED (
            -- Links containing every word: for a term of several words (the
            -- GIN fast scan makes the rarest drive it), or of one word that is
            -- not common. A common word alone would read its posting list
            -- (73 ms for a predicate name in 900,000 links); its links come
            -- from their predicate's definition (`preds`), and from the
-           -- first matches among the space's newest links, as a common
-           -- word's concepts do.
+           -- first matches among the space's newest links (`common_cand`).
            (SELECT l.id FROM kip.propositions l
             WHERE NOT EXISTS (SELECT 1 FROM df WHERE df.df = 0)
               AND ((SELECT count(*) FROM terms) > 1 OR NOT EXISTS (SELECT 1 FROM df WHERE df.common))
               AND {space_l} AND {has_all} {type_filter} LIMIT {cand})
-           UNION
-           ({newest_matches}
-            WHERE df.common AND (SELECT count(*) FROM terms) = 1)
            UNION
            {word_source}
            UNION
            (SELECT x.id FROM preds, LATERAL (
               SELECT l.id FROM kip.propositions l
               WHERE l.space = {space} AND l.predicate = preds.predicate {type_filter} LIMIT {cand}) x)
+         ),
+         -- A common word's links, when the sources above found fewer than
+         -- asked, as for concepts.
+         common_cand AS MATERIALIZED (
+           {newest_matches}
+           WHERE df.common AND {common_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
+         ),
+         cand AS (
+           SELECT id FROM primary_cand
+           UNION
+           SELECT id FROM common_cand
          ),
          -- Each candidate's row by its id (see the concepts' statement).
          docs AS MATERIALIZED (
