@@ -198,18 +198,6 @@ pub enum Role {
     HybridHalf,
 }
 
-/// When a common word brings candidates of its own (given that the other
-/// sources found fewer than asked): always when keyword search answers
-/// alone; as hybrid's keyword half, for a one-word term only ("hiking"),
-/// not for the filler words of a question ("a", "who"), which the semantic
-/// half answers better.
-fn common_gate(role: Role) -> &'static str {
-    match role {
-        Role::Alone => "true",
-        Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
-    }
-}
-
 /// Whether trigram matching runs: always on a small memory, else (as a
 /// fallback) only when the word sources found nothing (`primary_cand` and
 /// `common_cand` empty) for a short term. A trigram scan of a large table costs tens of
@@ -249,25 +237,35 @@ fn word_source(table: &str, alias: &str, space_cond: &str, type_filter: &str, ca
     }
 }
 
-/// A common word's candidates (`df` rows, filtered by the caller): its
-/// first `limit` matches among the space's `window` newest elements of
-/// `table`, read backwards from the `(space, id)` btree and stopping at
-/// those matches, never the word's posting list (`IS TRUE` keeps the
-/// planner off GIN). `type_filter` is written on `alias`.
+/// The CTE `common_cand`: each common word's first `limit` matches among
+/// the space's `window` newest elements of `table`, read backwards from
+/// the `(space, id)` btree and stopping at those matches, never the word's
+/// posting list (`IS TRUE` keeps the planner off GIN); only when the
+/// sources of `primary_cand` found fewer than `limit`, and, as hybrid's
+/// keyword half, only for a one-word term ("hiking"), not for the filler
+/// words of a question ("a", "who"), which the semantic half answers
+/// better. `type_filter` is written on `alias`.
 ///
 /// The space is a range of one value, ordered on: written as an equality,
 /// it made `space` a constant of the order, and the generic plan read the
 /// primary key backwards filtering on the space instead, through every
 /// newer element of the other spaces (15 ms for 5 hits in a space older
 /// than the others).
-fn newest_matches(table: &str, alias: &str, space: &str, type_filter: &str, window: &str, limit: &str) -> String {
+fn common_cand(table: &str, alias: &str, space: &str, type_filter: &str, window: &str, limit: &str, role: Role) -> String {
+    let gate = match role {
+        Role::Alone => "true",
+        Role::HybridHalf => "(SELECT count(*) FROM terms) = 1",
+    };
     format!(
-        "SELECT x.id FROM df, LATERAL (
+        "common_cand AS MATERIALIZED (
+           SELECT x.id FROM df, LATERAL (
              SELECT w.id FROM (
                SELECT {alias}.id, {alias}.search_text FROM {table} {alias}
                WHERE {alias}.space >= {space} AND {alias}.space <= {space} {type_filter}
                ORDER BY {alias}.space DESC, {alias}.id DESC LIMIT {window}) w
-             WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x"
+             WHERE (w.search_text @@ df.tq) IS TRUE LIMIT {limit}) x
+           WHERE df.common AND {gate} AND (SELECT count(*) FROM primary_cand) < {limit}
+         )"
     )
 }
 
@@ -319,7 +317,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
     let window = params.int((k.max(1) * COMMON_WINDOW).max(COMMON_WINDOW_MIN));
-    let newest_matches = newest_matches("kip.concepts", "c", &space, &type_filter, &window, &limit);
+    let common_cand = common_cand("kip.concepts", "c", &space, &type_filter, &window, &limit, role);
     let like = like_pattern(&term);
     let lower_like = like_pattern(&format!("lower({term})"));
     let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;
@@ -346,7 +344,6 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             ORDER BY {NAME_TRGM_KEY} {knn} lower({term}), c.id LIMIT 20)"
         ),
     };
-    let common_gate = common_gate(role);
     let sql = format!(
         "WITH {idf},
          -- An exact alias, as written or lowercased: probes of the
@@ -380,10 +377,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
          -- planner off GIN). Newest first: the recent memories, and never
          -- the bootstrap's schema nodes, which a window in name order
          -- filled on a young space.
-         common_cand AS MATERIALIZED (
-           {newest_matches}
-           WHERE df.common AND {common_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
-         ),
+         {common_cand},
          cand AS (
            SELECT id FROM primary_cand
            UNION
@@ -434,7 +428,7 @@ fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String,
     let cand = params.int(candidates(k));
     let limit = params.int(k.max(1));
     let window = params.int((k.max(1) * COMMON_WINDOW).max(COMMON_WINDOW_MIN));
-    let newest_matches = newest_matches("kip.propositions", "l", &space, &type_filter, &window, &limit);
+    let common_cand = common_cand("kip.propositions", "l", &space, &type_filter, &window, &limit, role);
     let like = like_pattern(&term);
     let space_l = space_filter("l", &space);
     let has_all = lookup.has_all("l", &term);
@@ -442,7 +436,6 @@ fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String,
     let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
-    let common_gate = common_gate(role);
     // A predicate matches by its name (words, exact, contained) or by the
     // description of its $PropositionType definition; its links then rank
     // by how well the definition matched.
@@ -483,10 +476,7 @@ fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String,
          ),
          -- A common word's links, when the sources above found fewer than
          -- asked, as for concepts.
-         common_cand AS MATERIALIZED (
-           {newest_matches}
-           WHERE df.common AND {common_gate} AND (SELECT count(*) FROM primary_cand) < {limit}
-         ),
+         {common_cand},
          cand AS (
            SELECT id FROM primary_cand
            UNION
