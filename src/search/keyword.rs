@@ -77,7 +77,7 @@
 
 use super::query::{Hit, Query};
 use super::space_words::{self, Lookup};
-use super::word_stats;
+use super::word_stats::{self, WordStats};
 use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;
@@ -142,9 +142,8 @@ fn like_pattern(term: &str) -> String {
 /// brings no candidates of its own) and `idf`. Both frequencies are the
 /// space's: with the table's size as N, every word of a small space looked
 /// rare, and the weights of its rare and common words drew together.
-fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> Result<String, KipError> {
-    let stats = word_stats::of(table, ctx.access)?;
-    let has_word = Lookup { keyed: stats.keyed }.has_word("x", "e");
+fn idf_ctes(table: &str, stats: &WordStats, space: &str, term: &str, params: &mut Params, ctx: &Ctx) -> String {
+    let has_word = stats.lookup().has_word("x", "e");
     let (space_words, space_freqs) = stats.of_space(ctx.space.name());
     let space_x = space_filter("x", space);
     let key = space_words::key(space, "w.lexeme");
@@ -152,7 +151,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
     let space_n = params.push(SqlParam::Float(stats.space_rows(ctx.space.name())));
     let words = params.push(SqlParam::TextArray(space_words));
     let freqs = params.push(SqlParam::RealArray(space_freqs));
-    Ok(format!(
+    format!(
         "terms AS MATERIALIZED (
            SELECT w.lexeme, plainto_tsquery('simple', w.lexeme) AS tq, ARRAY[{key}] AS key
            FROM unnest(tsvector_to_array(to_tsvector('simple', {term}))) AS w(lexeme)
@@ -180,7 +179,7 @@ fn idf_ctes(table: &'static str, space: &str, term: &str, params: &mut Params, c
            FROM df d,
                 (SELECT greatest((SELECT space_n FROM stats), (SELECT max(df) FROM df), 1)::float8 AS n) n
          )"
-    ))
+    )
 }
 
 /// Whether keyword search answers alone (keyword mode, or no model) or is
@@ -307,7 +306,8 @@ fn candidates(k: i64) -> i64 {
 
 fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
-    let lookup = Lookup { keyed: word_stats::of("kip.concepts", ctx.access)?.keyed };
+    let stats = word_stats::of("kip.concepts", ctx.access)?;
+    let lookup = stats.lookup();
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
     let type_filter = match q.with_type {
@@ -320,7 +320,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     let common_cand = common_cand("kip.concepts", "c", &space, &type_filter, &window, &limit, role);
     let like = like_pattern(&term);
     let lower_like = like_pattern(&format!("lower({term})"));
-    let idf = idf_ctes("kip.concepts", &space, &term, &mut params, ctx)?;
+    let idf = idf_ctes("kip.concepts", &stats, &space, &term, &mut params, ctx);
     let knn = extensions::trgm_op("<->")?;
     let similar = extensions::trgm_op("%")?;
     let similarity = extensions::trgm_fn("similarity")?;
@@ -331,7 +331,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
     // The trigram sources are left out of the statement when their gate is
     // known to be closed (a large memory, and no fallback for this role and
     // term): less to plan.
-    let trigram_sources = match trigram_gate(q.term, role, word_stats::of("kip.concepts", ctx.access)?.rows) {
+    let trigram_sources = match trigram_gate(q.term, role, stats.rows) {
         None => String::new(),
         Some(trigram) => format!(
             "UNION
@@ -418,7 +418,8 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
 
 fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Params), KipError> {
     let mut params = Params::new();
-    let lookup = Lookup { keyed: word_stats::of("kip.propositions", ctx.access)?.keyed };
+    let stats = word_stats::of("kip.propositions", ctx.access)?;
+    let lookup = stats.lookup();
     let space = params.text(ctx.space.name());
     let term = params.text(q.term);
     let type_filter = match q.with_type {
@@ -433,7 +434,7 @@ fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String,
     let space_l = space_filter("l", &space);
     let has_all = lookup.has_all("l", &term);
     let word_source = word_source("kip.propositions", "l", &space_l, &type_filter, &cand, lookup);
-    let idf = idf_ctes("kip.propositions", &space, &term, &mut params, ctx)?;
+    let idf = idf_ctes("kip.propositions", &stats, &space, &term, &mut params, ctx);
     let similarity = extensions::trgm_fn("similarity")?;
     let text = text_score();
     // A predicate matches by its name (words, exact, contained) or by the

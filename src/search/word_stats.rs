@@ -9,7 +9,7 @@
 //! the `pg_stats` view inside every search statement cost ~2.5 ms, more
 //! than the rest of a typical search.
 
-use super::space_words;
+use super::space_words::{self, Lookup};
 use crate::exec::{spi, Access, SqlParam};
 use kip_lang::KipError;
 use serde_json::Value;
@@ -31,7 +31,7 @@ pub struct WordStats {
     /// schema). A database whose `ALTER EXTENSION kip UPDATE` has not run
     /// yet has the GIN index on `search_text` of earlier releases instead,
     /// and its statistics are the table's: `keys` are then plain words.
-    pub keyed: bool,
+    keyed: bool,
     /// The most common keys (`space ␟ word`), and the share of the table's
     /// rows containing each (`freqs[i]` for `keys[i]`; Postgres appends
     /// three summary numbers).
@@ -46,13 +46,15 @@ pub struct WordStats {
 }
 
 impl WordStats {
+    /// How the table's keyword statements look a word up.
+    pub fn lookup(&self) -> Lookup {
+        Lookup { keyed: self.keyed }
+    }
+
     /// The most common words of `space`, and the share of the table's rows
-    /// containing each.
+    /// containing each (without a keyed index, the table's words).
     pub fn of_space(&self, space: &str) -> (Vec<String>, Vec<f32>) {
-        if !self.keyed {
-            return (self.keys.clone(), self.freqs.iter().take(self.keys.len()).copied().collect());
-        }
-        let prefix = space_words::prefix(space);
+        let prefix = if self.keyed { space_words::prefix(space) } else { String::new() };
         self.keys
             .iter()
             .zip(&self.freqs)
