@@ -46,6 +46,7 @@ bench: install
 	cargo run --release -p kip-integration-tests --bin kip-write-bench
 	KIP_BENCH_VECTORS=1 cargo run --release -p kip-integration-tests --bin kip-write-bench
 	cargo run --release -p kip-integration-tests --bin kip-write-bench -- scale
+	cargo run --release -p kip-integration-tests --bin kip-write-bench -- hand
 	cargo run --release -p kip-integration-tests --bin kip-bulk-bench
 	cargo run --release -p kip-integration-tests --bin kql-bench
 	cargo run --release -p kip-integration-tests --bin kip-search-bench

@@ -12,6 +12,9 @@
 //! `kip-write-bench scale` measures the capsule rate by memory size: four
 //! spaces filled with SQL to 10^3, 10^4, 10^5 and 10^6 elements (concepts
 //! plus links), then 1,000 capsules each in alternating rounds.
+//! `kip-write-bench hand [<count>]` sets the capsules beside the same writes
+//! as one hand-written SQL statement per capsule, on the same tables, and
+//! checks that both wrote the same memory.
 
 use kip_integration_tests::{connect, fresh_space, kip, use_space};
 use serde_json::json;
@@ -51,6 +54,25 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores")
 }
 
+/// The parameters of capsule `i`.
+fn capsule_params(i: usize) -> serde_json::Value {
+    let minute = i % 60;
+    let hour = (i / 60) % 24;
+    let day = 1 + (i / 1440) % 28;
+    let timestamp = format!("2026-07-{day:02}T{hour:02}:{minute:02}:00Z");
+    json!({
+        "domain": format!("Topic{}", i % 10),
+        "participant_id": format!("user_{}", i % 50),
+        "event_name": format!("Conversation:{timestamp}:topic_{i}"),
+        "timestamp": timestamp,
+        "participants": ["$self", format!("user_{}", i % 50)],
+        "summary": format!("User {} discussed topic {} with the agent; decisions were recorded.", i % 50, i),
+        "outcome": "User satisfied",
+        "expires_at": "2026-10-01T00:00:00Z",
+        "source": format!("conversation:{i}"),
+    })
+}
+
 /// Write `count` capsules into `space` starting at capsule `from`; returns
 /// the wall time and each call's latency.
 fn write(c: &mut postgres::Client, from: usize, count: usize) -> (std::time::Duration, Vec<std::time::Duration>) {
@@ -61,21 +83,7 @@ fn write(c: &mut postgres::Client, from: usize, count: usize) -> (std::time::Dur
     let statement = c.prepare("SELECT kip_execute($1::text, $2::jsonb)").expect("prepare kip_execute");
     let start = Instant::now();
     for i in from..from + count {
-        let minute = i % 60;
-        let hour = (i / 60) % 24;
-        let day = 1 + (i / 1440) % 28;
-        let timestamp = format!("2026-07-{day:02}T{hour:02}:{minute:02}:00Z");
-        let params = json!({
-            "domain": format!("Topic{}", i % 10),
-            "participant_id": format!("user_{}", i % 50),
-            "event_name": format!("Conversation:{timestamp}:topic_{i}"),
-            "timestamp": timestamp,
-            "participants": ["$self", format!("user_{}", i % 50)],
-            "summary": format!("User {} discussed topic {} with the agent; decisions were recorded.", i % 50, i),
-            "outcome": "User satisfied",
-            "expires_at": "2026-10-01T00:00:00Z",
-            "source": format!("conversation:{i}"),
-        });
+        let params = capsule_params(i);
         let t = Instant::now();
         let out: serde_json::Value = c.query_one(&statement, &[&CAPSULE, &params]).expect("kip_execute").get(0);
         latencies.push(t.elapsed());
@@ -98,6 +106,10 @@ fn main() {
     let mut c = connect();
     if arg.as_deref() == Some("scale") {
         return scale(&mut c);
+    }
+    if arg.as_deref() == Some("hand") {
+        let count = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(5_000);
+        return compare_hand(&mut c, count);
     }
     let count: usize = arg.and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let async_commit = std::env::var("KIP_BENCH_ASYNC_COMMIT").is_ok_and(|v| v == "1");
@@ -186,6 +198,131 @@ fn compare_history(c: &mut postgres::Client, count: usize, commit: &str) {
     );
     println!("  kip.history = off: {off:.0} capsules/s");
     println!("  kip.history = on:  {on:.0} capsules/s ({:.0}% of off)", 100.0 * on / off);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+}
+
+/// A capsule as hand-written SQL: the writes `kip_execute` makes for
+/// [`CAPSULE`] (the same rows, attributes and metadata, merged into existing
+/// rows the same way), as one statement in one round trip, on kip's tables
+/// with their indexes, triggers, history and foreign keys. It knows what
+/// kip works out per call: the blocks' order, that the Event is new, which
+/// links go where, and where `$self` is.
+const HAND_CAPSULE: &str = "\
+WITH c AS ( \
+    INSERT INTO kip.concepts AS c (space, type, name, attributes, metadata) \
+    VALUES ($1, 'Domain', $2, '{}', $5::jsonb), \
+           ($1, 'Person', $3, '{\"person_class\": \"Human\"}', $5::jsonb), \
+           ($1, 'Event', $4, $6::jsonb, $7::jsonb) \
+    ON CONFLICT (space, type, name) DO UPDATE \
+        SET attributes = c.attributes || EXCLUDED.attributes, metadata = c.metadata || EXCLUDED.metadata \
+    RETURNING id, type) \
+INSERT INTO kip.propositions AS p (space, subject_concept, predicate, object_concept, metadata) \
+SELECT $1, e.id, l.predicate, l.object, $7::jsonb \
+FROM c e CROSS JOIN LATERAL (VALUES \
+    ('belongs_to_domain', (SELECT id FROM c WHERE type = 'Domain')), \
+    ('involves', (SELECT id FROM c WHERE type = 'Person')), \
+    ('involves', (SELECT id FROM kip.concepts WHERE space = $1 AND type = 'Person' AND name = '$self')) \
+) l(predicate, object) \
+WHERE e.type = 'Event' \
+ON CONFLICT (space, subject, predicate, object) DO UPDATE \
+    SET attributes = p.attributes || EXCLUDED.attributes, metadata = p.metadata || EXCLUDED.metadata";
+
+/// [`write`] as hand-written SQL ([`HAND_CAPSULE`]) into `space`.
+fn write_hand(c: &mut postgres::Client, space: &str, from: usize, count: usize) -> (std::time::Duration, Vec<std::time::Duration>) {
+    let mut latencies = Vec::with_capacity(count);
+    let statement = c.prepare(HAND_CAPSULE).expect("prepare the hand-written capsule");
+    let start = Instant::now();
+    for i in from..from + count {
+        let p = capsule_params(i);
+        let text = |k: &str| p[k].as_str().expect("a text parameter").to_string();
+        let capsule_metadata = json!({
+            "source": p["source"], "author": "$self", "confidence": 0.9,
+            "created_at": p["timestamp"], "observed_at": p["timestamp"],
+        });
+        let mut event_metadata = capsule_metadata.clone();
+        event_metadata["memory_tier"] = json!("short-term");
+        event_metadata["expires_at"] = p["expires_at"].clone();
+        let event_attributes = json!({
+            "event_class": "Conversation", "start_time": p["timestamp"], "participants": p["participants"],
+            "content_summary": p["summary"], "outcome": p["outcome"],
+        });
+        let t = Instant::now();
+        c.execute(
+            &statement,
+            &[&space, &text("domain"), &text("participant_id"), &text("event_name"), &capsule_metadata, &event_attributes, &event_metadata],
+        )
+        .expect("hand-written capsule");
+        latencies.push(t.elapsed());
+    }
+    (start.elapsed(), latencies)
+}
+
+/// What a space holds of the capsules, for comparing two spaces: the
+/// Domains, Persons and Events with their attributes and metadata, and the
+/// Events' links by endpoint names, with their metadata.
+fn capsule_content(c: &mut postgres::Client, space: &str) -> Vec<String> {
+    let concepts = c
+        .query(
+            "SELECT concat_ws(' ', type, name, attributes::text, metadata::text) FROM kip.concepts \
+             WHERE space = $1 AND type IN ('Domain', 'Person', 'Event') ORDER BY type, name",
+            &[&space],
+        )
+        .expect("read concepts");
+    let links = c
+        .query(
+            "SELECT concat_ws(' ', s.name, p.predicate, o.name, p.attributes::text, p.metadata::text) \
+             FROM kip.propositions p JOIN kip.concepts s ON s.id = p.subject_concept JOIN kip.concepts o ON o.id = p.object_concept \
+             WHERE p.space = $1 AND s.type = 'Event' ORDER BY 1",
+            &[&space],
+        )
+        .expect("read links");
+    concepts.iter().chain(links.iter()).map(|r| r.get(0)).collect()
+}
+
+/// `kip-write-bench hand`: the capsules through `kip_execute` against the
+/// same writes as hand-written SQL, in alternating rounds into two spaces;
+/// then both spaces must hold the same memory.
+fn compare_hand(c: &mut postgres::Client, count: usize) {
+    const ROUNDS: usize = 10;
+    let per_round = (count / ROUNDS).max(1);
+    let spaces = [fresh_space(c, "bench_write_kip"), fresh_space(c, "bench_write_hand")];
+    for space in &spaces {
+        use_space(c, space);
+        kip(c, "DESCRIBE PRIMER", json!({})); // bootstrap outside the timing
+    }
+    let mut totals = [std::time::Duration::ZERO; 2];
+    let mut latencies: [Vec<std::time::Duration>; 2] = Default::default();
+    for round in 0..ROUNDS {
+        let from = round * per_round;
+        use_space(c, &spaces[0]);
+        let (elapsed, l) = write(c, from, per_round);
+        totals[0] += elapsed;
+        latencies[0].extend(l);
+        let (elapsed, l) = write_hand(c, &spaces[1], from, per_round);
+        totals[1] += elapsed;
+        latencies[1].extend(l);
+    }
+    let (kip_content, hand_content) = (capsule_content(c, &spaces[0]), capsule_content(c, &spaces[1]));
+    assert_eq!(kip_content.len(), hand_content.len(), "kip and the hand-written SQL wrote different numbers of rows");
+    for (k, h) in kip_content.iter().zip(&hand_content) {
+        assert_eq!(k, h, "kip and the hand-written SQL wrote different memories");
+    }
+    let n = (per_round * ROUNDS) as f64;
+    println!(
+        "kip against hand-written SQL: {} Event capsules each in {ROUNDS} alternating rounds, 1 client, durable commits; both wrote the same {} rows",
+        per_round * ROUNDS,
+        kip_content.len()
+    );
+    for (label, (total, l)) in ["kip_execute", "hand-written SQL"].iter().zip(totals.iter().zip(latencies.iter_mut())) {
+        l.sort();
+        println!(
+            "  {label:<16} {:>6.0} capsules/s, p50 {:.2} ms",
+            n / total.as_secs_f64(),
+            l[l.len() / 2].as_secs_f64() * 1e3
+        );
+    }
+    println!("  kip's time / hand-written time: {:.2}", totals[0].as_secs_f64() / totals[1].as_secs_f64());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
 }
