@@ -244,6 +244,19 @@ fn filter_compares_json_types_strictly() {
     assert_eq!(q(&mut c, "?n.attributes.nope == ?n.attributes.nope"), set(&["num", "str", "bool", "null", "none", "big"]));
     assert_eq!(q(&mut c, "?n.attributes.x != ?n.attributes.nope"), set(&[]));
     assert_eq!(q(&mut c, "?n.attributes.x >= ?n.attributes.nope"), set(&["null", "none"]));
+    // ORDER BY on a path of mixed types: numbers, then strings, then
+    // booleans, then nulls; a FILTER comparing the path with a literal
+    // leaves values of that type only, ordered by that type's key.
+    let ordered = |c: &mut Client, f: &str, dir: &str| {
+        find(c, &format!(r#"FIND(?n.name) WHERE {{ ?n {{type: "Node"}} FILTER({f}) }} ORDER BY ?n.attributes.x {dir}, ?n.name ASC"#))
+    };
+    assert_eq!(ordered(&mut c, "true", "ASC"), json!(["num", "big", "str", "bool", "none", "null"]));
+    assert_eq!(ordered(&mut c, "true", "DESC"), json!(["big", "num", "str", "bool", "none", "null"]));
+    assert_eq!(ordered(&mut c, "?n.attributes.x >= 0", "DESC"), json!(["big", "num"]));
+    assert_eq!(ordered(&mut c, "?n.attributes.x != 7 && ?n.name != \"x\"", "ASC"), json!(["num", "big"]));
+    assert_eq!(ordered(&mut c, r#"?n.attributes.x >= "0""#, "DESC"), json!(["str"]));
+    assert_eq!(ordered(&mut c, "?n.attributes.x == true", "ASC"), json!(["bool"]));
+    assert_eq!(ordered(&mut c, r#"?n.attributes.x > 3 || ?n.name == "str""#, "DESC"), json!(["big", "num", "str"]));
     // Whole objects are not comparable.
     let r = kip(&mut c, r#"FIND(?n.name) WHERE { ?n {type: "Node"} FILTER(?n.attributes == 1) }"#, json!({}));
     assert_eq!(err_code(&r), "KIP_1001");

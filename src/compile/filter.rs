@@ -22,7 +22,7 @@ use crate::compile::element::{endpoint_ref, iso_time, metadata_json};
 use crate::compile::ids::parse_ref;
 use crate::compile::pattern::scope::{Cx, Row, Var, VarKind};
 use crate::params::SqlParam;
-use kip_lang::ast::{CompareOp, DotPath, Expr, FilterFunc, Json, PathField};
+use kip_lang::ast::{CompareOp, DotPath, Expr, FilterFunc, Json, PathField, WhereClause};
 use kip_lang::{ErrorCode, KipError};
 
 /// How an expression finds variables and their rows.
@@ -281,6 +281,52 @@ fn compare(cx: &mut Cx, op: CompareOp, a: Operand, b: Operand) -> Result<String,
             json_vs_json(op, &x, &y)
         }
     })
+}
+
+/// A JSON type that every solution's value of a dot path is known to have
+/// (`typed_paths`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonType {
+    Number,
+    String,
+    Boolean,
+}
+
+/// The attribute and metadata paths whose value has one JSON type in every
+/// solution of `clauses`: those a FILTER of the top block (not inside
+/// OPTIONAL, NOT or UNION, nor under `||` or `!`) compares with a number,
+/// string or boolean literal. Such a comparison is false for a value of any
+/// other type, `!=` included ([`json_vs_literal`]), so every solution that
+/// passes it holds a value of the literal's type. A sort key on such a path
+/// needs only that type's key (`projection::path_sort`): the others are
+/// null in every row, and computing them was ~0.7 µs a row and key.
+pub(crate) fn typed_paths(clauses: &[WhereClause]) -> Vec<(DotPath, JsonType)> {
+    fn conjuncts(e: &Expr, out: &mut Vec<(DotPath, JsonType)>) {
+        match e {
+            Expr::And(items) => items.iter().for_each(|i| conjuncts(i, out)),
+            Expr::Compare { left, right, .. } => {
+                let ((Expr::Path(p), Expr::Value(v)) | (Expr::Value(v), Expr::Path(p))) = (&**left, &**right) else { return };
+                if !matches!(p.field, PathField::Attributes(Some(_)) | PathField::Metadata(Some(_))) {
+                    return;
+                }
+                let known = match crate::compile::bound::value(v) {
+                    Ok(Json::Number(_)) => JsonType::Number,
+                    Ok(Json::String(_)) => JsonType::String,
+                    Ok(Json::Bool(_)) => JsonType::Boolean,
+                    _ => return,
+                };
+                out.push((p.clone(), known));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for clause in clauses {
+        if let WhereClause::Filter(e) = clause {
+            conjuncts(e, &mut out);
+        }
+    }
+    out
 }
 
 fn json_vs_literal(cx: &mut Cx, op: CompareOp, j: &str, v: &Json) -> Result<String, KipError> {

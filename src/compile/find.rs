@@ -379,9 +379,11 @@ fn plain_plan(
         }
     }
     let mut sort = Vec::new();
+    let typed = crate::compile::filter::typed_paths(&q.where_clauses);
     for (i, k) in q.order_by.iter().enumerate() {
         if let Projection::Path(p) = &k.expr {
-            let exprs = path_sort(&mut acc, cx, p)?;
+            let known = typed.iter().find(|(typed, _)| typed == p).map(|(_, t)| *t);
+            let exprs = path_sort(&mut acc, cx, p, known)?;
             let names: Vec<String> = exprs.iter().enumerate().map(|(j, _)| format!("k{i}_{j}")).collect();
             for (e, n) in exprs.iter().zip(&names) {
                 select.push(format!("{e} AS {n}"));

@@ -20,7 +20,7 @@
 //!   values. SUM/AVG use the numbers; MIN/MAX the numbers, else the strings.
 
 use crate::compile::element::{concept_json, proposition_json};
-use crate::compile::filter::{path_operand, Operand, VarAccess};
+use crate::compile::filter::{path_operand, JsonType, Operand, VarAccess};
 use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, VarKind};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Predicate, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
@@ -315,12 +315,22 @@ fn operand_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath, operan
 }
 
 /// Sort expressions for a path: typed so numbers order as numbers and
-/// strings in byte order.
-pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath) -> Result<Vec<String>, KipError> {
+/// strings in byte order. `known`: the JSON type every solution's value of
+/// the path has (`filter::typed_paths`), whose key alone orders them.
+pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath, known: Option<JsonType>) -> Result<Vec<String>, KipError> {
     Ok(match path_operand(access, cx, path)? {
         Operand::Id(expr, VarKind::Predicate) | Operand::Text(expr) => vec![format!("({expr}) COLLATE \"C\"")],
         Operand::Id(expr, _) => vec![expr],
-        Operand::Json(j) => json_sort(&j),
+        Operand::Json(j) => {
+            let mut keys = json_sort(&j);
+            match known {
+                Some(JsonType::Number) => keys.truncate(1),
+                Some(JsonType::String) => keys = vec![keys.swap_remove(1)],
+                Some(JsonType::Boolean) => keys = vec![keys.swap_remove(2)],
+                None => {}
+            }
+            keys
+        }
         Operand::Object(j) => vec![j],
         Operand::Lit(_) => vec![],
     })

@@ -250,6 +250,41 @@ fn find(text: &str, limit: u64, offset: u64) -> Result<super::find::FindSql, Kip
     compile_find(&q, env(&facts()), limit, offset, None)
 }
 
+/// The sort keys of an ORDER BY on an attribute: a number key, a string key
+/// and a boolean key, except where a FILTER of the top block compares the
+/// same path with a literal, which only values of the literal's type pass.
+#[test]
+fn order_keys_follow_the_type_a_filter_proves() {
+    let keys = |text: &str| {
+        let sql = find(text, 10, 0).unwrap().sql;
+        ["'number'", "'string'", "'boolean'"].iter().map(|t| sql.matches(&format!("= {t} THEN")).count()).collect::<Vec<_>>()
+    };
+    let unfiltered = r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.attributes.score DESC"#;
+    assert_eq!(keys(unfiltered), vec![1, 1, 1]);
+    // The FILTER's own comparison is the one `= 'number' THEN` more.
+    for filter in ["?x.attributes.score >= 30", "30 < ?x.attributes.score", "?x.attributes.score != 2 && ?x.name != \"a\""] {
+        let text = format!(r#"FIND(?x.name) WHERE {{ ?x {{type: "Drug"}} FILTER({filter}) }} ORDER BY ?x.attributes.score DESC"#);
+        assert_eq!(keys(&text), vec![2, 0, 0], "{filter}");
+    }
+    let text = r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.metadata.source == "a") } ORDER BY ?x.metadata.source"#;
+    assert_eq!(keys(text), vec![0, 2, 0]);
+    let text = r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.ok == true) } ORDER BY ?x.attributes.ok"#;
+    assert_eq!(keys(text), vec![0, 0, 2]);
+    // Comparisons that let other values through keep every key: under
+    // `||` or `!`, with null, inside OPTIONAL, or on another path.
+    for (filter, expected) in [
+        ("?x.attributes.score >= 30 || ?x.name == \"a\"", vec![2, 1, 1]),
+        ("!(?x.attributes.score >= 30)", vec![2, 1, 1]),
+        ("?x.attributes.score != null", vec![1, 1, 1]),
+        ("?x.attributes.rank >= 30", vec![2, 1, 1]),
+    ] {
+        let text = format!(r#"FIND(?x.name) WHERE {{ ?x {{type: "Drug"}} FILTER({filter}) }} ORDER BY ?x.attributes.score DESC"#);
+        assert_eq!(keys(&text), expected, "{filter}");
+    }
+    let optional = r#"FIND(?x.name) WHERE { ?x {type: "Drug"} OPTIONAL { ?x {type: "Drug"} FILTER(?x.attributes.score >= 30) } } ORDER BY ?x.attributes.score DESC"#;
+    assert_eq!(keys(optional), vec![2, 1, 1]);
+}
+
 #[test]
 fn find_pages_with_one_extra_row() {
     let plan = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name DESC"#, 10, 20).unwrap();
