@@ -23,7 +23,7 @@ use crate::compile::Params;
 use crate::compile::env::Env;
 use crate::compile::pattern::ground;
 use crate::compile::SqlParam;
-use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
+use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection, WhereClause};
 use kip_lang::{ErrorCode, KipError};
 use std::fmt::Write;
 
@@ -312,6 +312,12 @@ fn plain_plan(
     let cols: Vec<String> = key_vars.iter().map(|v| format!("s.{}", v.column)).collect();
     let key_cols: String = cols.iter().map(|c| format!("{c}, ")).collect();
     let distinct = solutions_are_distinct(&q.where_clauses, &keys);
+    // `ord` numbers the UNION branches of the top block; without one it is
+    // 0 in every solution, and a constant in an ORDER BY only costs: the
+    // planner cannot see that `min(ord)` of a GROUP BY is constant, and
+    // sorted the grouped solutions again for it (the 2-hop FIND's second
+    // sort). It is then left out of every order below.
+    let ord_varies = q.where_clauses.iter().any(|c| matches!(c, WhereClause::Union(_)));
     // An ordered page whose key ids are never null (no OPTIONAL, no UNION
     // branch or independent group leaving a variable unbound; ids, not
     // predicate names) can be ranked: an ordered walk keeps the ranking of
@@ -350,7 +356,8 @@ fn plain_plan(
         format!("d AS (SELECT {key_cols}{carried}s.ord AS ord FROM s{only_ranked})")
     } else {
         format!(
-            "d AS (SELECT {key_cols}min(s.ord) AS ord FROM s{only_ranked}{})",
+            "d AS (SELECT {key_cols}{} AS ord FROM s{only_ranked}{})",
+            if ord_varies { "min(s.ord)" } else { "0" },
             if cols.is_empty() { String::new() } else { format!(" GROUP BY {}", cols.join(", ")) }
         )
     });
@@ -402,7 +409,9 @@ fn plain_plan(
     // A constant `ord` is left out of the page's order: the planner drops
     // it from the window's order, and would then sort the page again to
     // match an outer order that names it.
-    let mut tail = if streams { vec![] } else { vec!["ord".to_string()] };
+    // (An order needs a term: `ord` stays when nothing else is left.)
+    let ord_needed = ord_varies || (sort.is_empty() && key_vars.is_empty());
+    let mut tail = if streams || !ord_needed { vec![] } else { vec!["ord".to_string()] };
     let first_key = select.len();
     let ranking = rankable.then(|| (first_key..first_key + key_vars.len()).collect::<Vec<usize>>());
     for (i, v) in key_vars.iter().enumerate() {
@@ -442,7 +451,8 @@ fn plain_plan(
         // before any element row is read, so the rows an OFFSET skips
         // cost an index entry each, not a lookup each.
         let key_ids: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
-        let natural = order_clause(&[], &[vec!["d.ord".to_string()], key_ids.clone()].concat());
+        let ord = if ord_needed { vec!["d.ord".to_string()] } else { vec![] };
+        let natural = order_clause(&[], &[ord, key_ids.clone()].concat());
         if streams {
             // Each row is the result columns, then (no ORDER BY keys
             // here) the key ids `t0…`, then `ord`.
