@@ -38,6 +38,12 @@ pub(crate) fn has_optional(clauses: &[WhereClause]) -> bool {
     clauses.iter().any(|c| matches!(c, WhereClause::Optional(_)))
 }
 
+/// Whether the block has a UNION at its top level: its solutions come from
+/// branches (numbered by FIND's `ord`), and a solution may repeat across them.
+pub(crate) fn has_union(clauses: &[WhereClause]) -> bool {
+    clauses.iter().any(|c| matches!(c, WhereClause::Union(_)))
+}
+
 /// [`solutions_are_distinct`] for one block, given the variables `known`
 /// to be determined outside it. An OPTIONAL block is distinct when each of
 /// its rows is determined by what is known around it plus what it learns
@@ -45,7 +51,7 @@ pub(crate) fn has_optional(clauses: &[WhereClause]) -> bool {
 /// variables are NULL and determine nothing), and for a given outer
 /// solution it either matches or yields one row of NULLs, never both.
 fn block_distinct<'a>(clauses: &'a [WhereClause], mut known: HashSet<&'a str>) -> bool {
-    if clauses.iter().any(|c| matches!(c, WhereClause::Union(_))) {
+    if has_union(clauses) {
         return false;
     }
     learn(clauses, &mut known);

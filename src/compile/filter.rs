@@ -292,6 +292,18 @@ pub(crate) enum JsonType {
     Boolean,
 }
 
+impl JsonType {
+    /// The position of this type's key among a JSON value's sort keys
+    /// (`projection::json_sort`: number, string, boolean).
+    pub(crate) fn sort_key(self) -> usize {
+        match self {
+            JsonType::Number => 0,
+            JsonType::String => 1,
+            JsonType::Boolean => 2,
+        }
+    }
+}
+
 /// The attribute and metadata paths whose value has one JSON type in every
 /// solution of `clauses`: those a FILTER of the top block (not inside
 /// OPTIONAL, NOT or UNION, nor under `||` or `!`) compares with a number,

@@ -15,7 +15,7 @@
 //! then by UNION branch, then by the projected variables' ids (first
 //! appearance), so pages are stable and the natural order is creation order.
 
-use crate::compile::distinct::{has_optional, solutions_are_distinct};
+use crate::compile::distinct::{has_optional, has_union, solutions_are_distinct};
 use crate::compile::filter::unbound;
 use crate::compile::pattern::{compile_block, has_independent_parts, Cx, Scope, VarBinding, VarKind};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
@@ -23,7 +23,7 @@ use crate::compile::Params;
 use crate::compile::env::Env;
 use crate::compile::pattern::ground;
 use crate::compile::SqlParam;
-use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection, WhereClause};
+use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
 use kip_lang::{ErrorCode, KipError};
 use std::fmt::Write;
 
@@ -317,7 +317,7 @@ fn plain_plan(
     // planner cannot see that `min(ord)` of a GROUP BY is constant, and
     // sorted the grouped solutions again for it (the 2-hop FIND's second
     // sort). It is then left out of every order below.
-    let ord_varies = q.where_clauses.iter().any(|c| matches!(c, WhereClause::Union(_)));
+    let ord_varies = has_union(&q.where_clauses);
     // An ordered page whose key ids are never null (no OPTIONAL, no UNION
     // branch or independent group leaving a variable unbound; ids, not
     // predicate names) can be ranked: an ordered walk keeps the ranking of

@@ -324,12 +324,9 @@ pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath
         Operand::Json(j) => {
             let mut keys = json_sort(&j);
             match known {
-                Some(JsonType::Number) => keys.truncate(1),
-                Some(JsonType::String) => keys = vec![keys.swap_remove(1)],
-                Some(JsonType::Boolean) => keys = vec![keys.swap_remove(2)],
-                None => {}
+                Some(t) => vec![keys.swap_remove(t.sort_key())],
+                None => keys,
             }
-            keys
         }
         Operand::Object(j) => vec![j],
         Operand::Lit(_) => vec![],

@@ -18,7 +18,7 @@
 
 use kip_integration_tests::{connect, fresh_space, kip, use_space};
 use serde_json::json;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const CAPSULE: &str = r#"UPSERT {
   CONCEPT ?domain { {type: "Domain", name: :domain} }
@@ -75,23 +75,35 @@ fn capsule_params(i: usize) -> serde_json::Value {
 
 /// Write `count` capsules into `space` starting at capsule `from`; returns
 /// the wall time and each call's latency.
-fn write(c: &mut postgres::Client, from: usize, count: usize) -> (std::time::Duration, Vec<std::time::Duration>) {
-    let mut latencies = Vec::with_capacity(count);
+fn write(c: &mut postgres::Client, from: usize, count: usize) -> (Duration, Vec<Duration>) {
     // Prepared once, as the gateway (`prepare_cached`) and kql-bench call
     // kip: an unnamed statement per call costs a round trip and a parse and
     // plan of the outer SELECT, the client's cost rather than kip's.
     let statement = c.prepare("SELECT kip_execute($1::text, $2::jsonb)").expect("prepare kip_execute");
-    let start = Instant::now();
-    for i in from..from + count {
+    timed(from, count, |i| {
         let params = capsule_params(i);
         let t = Instant::now();
         let out: serde_json::Value = c.query_one(&statement, &[&CAPSULE, &params]).expect("kip_execute").get(0);
-        latencies.push(t.elapsed());
+        let latency = t.elapsed();
         if out.get("error").is_some() {
             panic!("capsule {i} failed: {out}");
         }
-    }
+        latency
+    })
+}
+
+/// Run `one` for capsules `from..from + count`; returns the wall time and
+/// the latency each call reports.
+fn timed(from: usize, count: usize, mut one: impl FnMut(usize) -> Duration) -> (Duration, Vec<Duration>) {
+    let start = Instant::now();
+    let latencies = (from..from + count).map(&mut one).collect();
     (start.elapsed(), latencies)
+}
+
+/// The machine and its load, the last line of every report.
+fn print_machine() {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
 }
 
 /// The role of `KIP_BENCH_ROLE=writer`.
@@ -164,8 +176,7 @@ fn main() {
     );
     println!("  total {:.2} s -> {:.0} capsules/s", elapsed.as_secs_f64(), count as f64 / elapsed.as_secs_f64());
     println!("  latency p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms", pct(0.5).as_secs_f64() * 1e3, pct(0.95).as_secs_f64() * 1e3, pct(0.99).as_secs_f64() * 1e3);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    print_machine();
 }
 
 /// `KIP_BENCH_HISTORY=compare`: the cost of the history. The same capsules
@@ -179,7 +190,7 @@ fn compare_history(c: &mut postgres::Client, count: usize, commit: &str) {
         use_space(c, space);
         kip(c, "DESCRIBE PRIMER", json!({}));
     }
-    let mut totals = [std::time::Duration::ZERO; 2];
+    let mut totals = [Duration::ZERO; 2];
     for round in 0..ROUNDS {
         for (mode, space) in spaces.iter().enumerate() {
             use_space(c, space);
@@ -198,8 +209,7 @@ fn compare_history(c: &mut postgres::Client, count: usize, commit: &str) {
     );
     println!("  kip.history = off: {off:.0} capsules/s");
     println!("  kip.history = on:  {on:.0} capsules/s ({:.0}% of off)", 100.0 * on / off);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    print_machine();
 }
 
 /// A capsule as hand-written SQL: the writes `kip_execute` makes for
@@ -229,11 +239,9 @@ ON CONFLICT (space, subject, predicate, object) DO UPDATE \
     SET attributes = p.attributes || EXCLUDED.attributes, metadata = p.metadata || EXCLUDED.metadata";
 
 /// [`write`] as hand-written SQL ([`HAND_CAPSULE`]) into `space`.
-fn write_hand(c: &mut postgres::Client, space: &str, from: usize, count: usize) -> (std::time::Duration, Vec<std::time::Duration>) {
-    let mut latencies = Vec::with_capacity(count);
+fn write_hand(c: &mut postgres::Client, space: &str, from: usize, count: usize) -> (Duration, Vec<Duration>) {
     let statement = c.prepare(HAND_CAPSULE).expect("prepare the hand-written capsule");
-    let start = Instant::now();
-    for i in from..from + count {
+    timed(from, count, |i| {
         let p = capsule_params(i);
         let text = |k: &str| p[k].as_str().expect("a text parameter").to_string();
         let capsule_metadata = json!({
@@ -253,9 +261,8 @@ fn write_hand(c: &mut postgres::Client, space: &str, from: usize, count: usize) 
             &[&space, &text("domain"), &text("participant_id"), &text("event_name"), &capsule_metadata, &event_attributes, &event_metadata],
         )
         .expect("hand-written capsule");
-        latencies.push(t.elapsed());
-    }
-    (start.elapsed(), latencies)
+        t.elapsed()
+    })
 }
 
 /// What a space holds of the capsules, for comparing two spaces: the
@@ -291,8 +298,8 @@ fn compare_hand(c: &mut postgres::Client, count: usize) {
         use_space(c, space);
         kip(c, "DESCRIBE PRIMER", json!({})); // bootstrap outside the timing
     }
-    let mut totals = [std::time::Duration::ZERO; 2];
-    let mut latencies: [Vec<std::time::Duration>; 2] = Default::default();
+    let mut totals = [Duration::ZERO; 2];
+    let mut latencies: [Vec<Duration>; 2] = Default::default();
     for round in 0..ROUNDS {
         let from = round * per_round;
         use_space(c, &spaces[0]);
@@ -309,8 +316,9 @@ fn compare_hand(c: &mut postgres::Client, count: usize) {
         assert_eq!(k, h, "kip and the hand-written SQL wrote different memories");
     }
     let n = (per_round * ROUNDS) as f64;
+    let commit: String = c.query_one("SHOW synchronous_commit", &[]).expect("read synchronous_commit").get(0);
     println!(
-        "kip against hand-written SQL: {} Event capsules each in {ROUNDS} alternating rounds, 1 client, durable commits; both wrote the same {} rows",
+        "kip against hand-written SQL: {} Event capsules each in {ROUNDS} alternating rounds, 1 client, synchronous_commit {commit}; both wrote the same {} rows",
         per_round * ROUNDS,
         kip_content.len()
     );
@@ -323,8 +331,7 @@ fn compare_hand(c: &mut postgres::Client, count: usize) {
         );
     }
     println!("  kip's time / hand-written time: {:.2}", totals[0].as_secs_f64() / totals[1].as_secs_f64());
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    print_machine();
 }
 
 /// Elements (concepts + links) of a space.
@@ -401,8 +408,8 @@ fn scale(c: &mut postgres::Client) {
     }
     vacuum(c);
     let before: Vec<i64> = spaces.iter().map(|s| elements(c, s)).collect();
-    let mut latencies: Vec<Vec<std::time::Duration>> = vec![Vec::new(); SIZES.len()];
-    let mut totals = vec![std::time::Duration::ZERO; SIZES.len()];
+    let mut latencies: Vec<Vec<Duration>> = vec![Vec::new(); SIZES.len()];
+    let mut totals = vec![Duration::ZERO; SIZES.len()];
     for round in 0..ROUNDS {
         for (i, space) in spaces.iter().enumerate() {
             use_space(c, space);
@@ -432,8 +439,7 @@ fn scale(c: &mut postgres::Client) {
         "  spread: {lo:.0}-{hi:.0} capsules/s; the 10^6 rate is {:.0}% of the 10^3 rate",
         100.0 * rates[rates.len() - 1] / first
     );
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("  machine: {} (load average at end: {})", machine(), load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    print_machine();
     // The filler is over a million rows of the shared test database: drop
     // it, so later runs and tests do not inherit it.
     for space in &spaces {

@@ -20,7 +20,7 @@ use kip_lang::KipError;
 /// Whether a block whose variables start fresh is split into its
 /// independent clause groups (see `groups`).
 fn splittable(clauses: &[WhereClause]) -> bool {
-    !clauses.iter().any(|c| matches!(c, WhereClause::Union(_)))
+    !crate::compile::distinct::has_union(clauses)
 }
 
 /// Whether a top-level WHERE block has parts that give solutions whatever
