@@ -1,6 +1,7 @@
 //! `kip_explain(command, parameters)`: the SQL a FIND compiles to, its bind
-//! parameters, and Postgres's `EXPLAIN` of it — so users (and we) can see
-//! what a KIP query costs and which indexes it uses.
+//! parameters, and Postgres's `EXPLAIN` of the plan `kip_execute` runs for
+//! it (its saved generic plan, `exec::spi::explain`) — so users (and we) can
+//! see what a KIP query costs and which indexes it uses.
 
 use crate::engine::request::CommandRequest;
 use crate::compile::find::compile_find;
@@ -9,7 +10,7 @@ use crate::exec::Mode;
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
 use crate::resolve;
-use crate::exec::{spi, subxact, Access, SqlParam};
+use crate::exec::{spi, subxact, SqlParam};
 use kip_lang::ast::Command;
 use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
@@ -58,16 +59,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
         out.push_str(&format!("${} = {}\n", i + 1, param_text(p)));
     }
     out.push_str("-- plan\n");
-    let prefix = if analyze { "EXPLAIN (ANALYZE, COSTS, BUFFERS) " } else { "EXPLAIN (COSTS) " };
-    // SPI refuses EXPLAIN in read-only mode; the explained statement is a
-    // SELECT compiled from a FIND, so it cannot write either way.
-    let rows = spi::query(&format!("{prefix}{}", plan.sql), plan.params.values(), Access::ReadWrite)?;
-    for row in rows {
-        if let Some(serde_json::Value::String(line)) = row.into_iter().next() {
-            out.push_str(&line);
-            out.push('\n');
-        }
-    }
+    out.push_str(&spi::explain(&plan.sql, plan.params.values(), engine::find::planning(&plan), analyze)?);
     Ok(out)
 }
 

@@ -605,6 +605,7 @@ fn attribute_containment(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath
     }
     let Some(Row::Concept(alias)) = access.row(cx, &path.var) else { return None };
     let objects: Vec<Json> = values.iter().map(|v| serde_json::json!({ key.clone(): v.clone() })).collect();
+    cx.value_dependent = true;
     Some(match objects.as_slice() {
         [one] => format!("{alias}.attributes @> {}", cx.params.json(one.clone())),
         _ => {

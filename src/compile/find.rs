@@ -53,6 +53,10 @@ pub(crate) struct FindSql {
     /// row, from which an ordered walk's ranking is read
     /// (`engine::find_walk`).
     pub ranking: Option<Vec<usize>>,
+    /// Whether the statement's good plan depends on its values (`Cx::value_dependent`):
+    /// it is then planned for each call's values rather than run on one
+    /// generic plan (`engine::find::planning`).
+    pub plan_per_call: bool,
 }
 
 /// Keyset cursors carry at most this many ids (one per projected variable).
@@ -272,10 +276,11 @@ fn compile_page(
             (format!("WITH {} SELECT {}", ctes.join(", "), outputs.join(", ")), Layout::OneRow { count_col })
         }
     };
+    let plan_per_call = cx.value_dependent;
     drop(cx);
     let keyset = keyset.filter(|_| layout == Layout::Rows);
     let ranking = ranking.filter(|_| layout == Layout::Rows);
-    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking })
+    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking, plan_per_call })
 }
 
 /// Which rows of the solutions a page holds: `LIMIT`/`OFFSET` (the

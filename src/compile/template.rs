@@ -146,7 +146,16 @@ impl Template {
                 always: g.always,
             }),
         };
-        Some(FindSql { sql: c.sql.clone(), params, shape: c.shape.clone(), layout: c.layout, guard, keyset: c.keyset.clone(), ranking: c.ranking.clone() })
+        Some(FindSql {
+            sql: c.sql.clone(),
+            params,
+            shape: c.shape.clone(),
+            layout: c.layout,
+            guard,
+            keyset: c.keyset.clone(),
+            ranking: c.ranking.clone(),
+            plan_per_call: c.plan_per_call,
+        })
     }
 }
 

@@ -228,6 +228,15 @@ fn attribute_equality_and_in_add_an_indexable_containment() {
 }
 
 #[test]
+fn only_a_statement_with_an_attribute_containment_is_planned_per_call() {
+    let plan_per_call = |text: &str| find(text, 10, 0).unwrap().plan_per_call;
+    assert!(plan_per_call(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level == 3) } LIMIT 10"#));
+    assert!(plan_per_call(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} OPTIONAL { ?y {type: "Drug"} FILTER(IN(?y.attributes.k, ["a", "b"])) } }"#));
+    assert!(!plan_per_call(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level > 3) } LIMIT 10"#));
+    assert!(!plan_per_call(r#"FIND(?y.name) WHERE { ?x {type: "Drug", name: "A"} (?x, "treats", ?y) }"#));
+}
+
+#[test]
 fn filter_literals_fold_except_regular_expressions() {
     let (sql, _) = pattern(r#"?x {type: "Drug"} FILTER(CONTAINS("abc", "b"))"#, &facts()).unwrap();
     assert!(sql.contains("(true)"), "{sql}");

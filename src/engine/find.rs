@@ -16,6 +16,24 @@ use kip_lang::ast::{Command, FindQuery};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::Value;
 
+/// How a FIND's first page is planned (`kip_explain` explains that plan).
+/// Its generic plan, planned once per statement shape: anchors, ids and
+/// predicates are bound parameters whose values do not change the good
+/// plan (index nested loops from the anchor), and re-planning a custom
+/// plan on every call cost more than running it (0.5-1.6 ms of planning
+/// for 0.1-0.6 ms of execution; benches/KQL-BENCH.md). Except a statement
+/// whose good plan depends on its values (an attribute equality the GIN
+/// index serves): a plan for each call's values, ~0.15 ms of planning
+/// against a walk of every member of the type that the generic plan chose
+/// under an ORDER BY … LIMIT when the value was rare.
+pub(crate) fn planning(plan: &FindSql) -> spi::Planning {
+    if plan.plan_per_call {
+        spi::Planning::Custom
+    } else {
+        spi::Planning::Generic
+    }
+}
+
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Find(q) = command else {
         return Err(KipError::new(ErrorCode::InternalError, "FIND executor called with another command"));
@@ -64,12 +82,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         Some(text) if q.cursor.is_none() => templates::first_page(text, q, env, limit)?,
         _ => compile_find(q, env, limit, offset, resume.after.as_deref())?,
     };
-    // The generic plan, planned once per statement shape: anchors, ids and
-    // predicates are bound parameters whose values do not change the good
-    // plan (index nested loops from the anchor), and re-planning a custom
-    // plan on every call cost more than running it (0.5-1.6 ms of planning
-    // for 0.1-0.6 ms of execution; benches/KQL-BENCH.md).
-    let (sql, params, generic) = (&plan.sql, plan.params.values(), spi::Planning::Generic);
+    let (sql, params, planned) = (&plan.sql, plan.params.values(), planning(&plan));
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
     let Answer { mut entries, more, last_ids } = match plan.layout {
         // The rows' element objects go into the envelope as the jsonb the
@@ -83,10 +96,10 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
             let wanted = |row: usize, col: usize, rows: usize| {
                 shown.contains(&col) || (rows > page && row + 1 == page && keys.contains(&col))
             };
-            rows_page(&plan, spi::query_docs(sql, params, Access::ReadOnly, generic, &wanted)?, page, ctx)?
+            rows_page(&plan, spi::query_docs(sql, params, Access::ReadOnly, planned, &wanted)?, page, ctx)?
         }
         Layout::OneRow { count_col } => {
-            one_row_page(&plan, spi::query_planned(sql, params, Access::ReadOnly, generic)?, page, count_col, ctx)?
+            one_row_page(&plan, spi::query_planned(sql, params, Access::ReadOnly, planned)?, page, count_col, ctx)?
         }
     };
     // With LIMIT 0 there is no page and no next page: a cursor for the same

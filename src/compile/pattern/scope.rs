@@ -103,13 +103,19 @@ pub(crate) struct Cx<'a> {
     /// rows it joined (`VarBinding::carried`): set by FIND when its page
     /// needs no GROUP BY, so the page reads each element row once.
     pub carry_rows: bool,
+    /// Set when a condition's good plan depends on its value: an attribute
+    /// containment (`filter::attribute_containment`), which the GIN index
+    /// serves well only when the value is rare. A generic plan cannot tell,
+    /// and under an ORDER BY … LIMIT it walked the type's `(space, type,
+    /// id)` index past every member instead (`FindSql::plan_per_call`).
+    pub value_dependent: bool,
     next_alias: usize,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(env: Env<'a>, params: &'a mut Params) -> Cx<'a> {
         let space_sql = params.text(env.space);
-        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), carry_rows: false, next_alias: 0 }
+        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), carry_rows: false, value_dependent: false, next_alias: 0 }
     }
 
     /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
