@@ -228,6 +228,24 @@ fn attribute_equality_and_in_add_an_indexable_containment() {
 }
 
 #[test]
+fn a_grouped_page_reads_group_values_from_the_rows_its_solutions_carry() {
+    // ?d's row is the concept clause's own: its name comes with each
+    // solution instead of a lookup by id per solution.
+    let sql = find(r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Domain"} OPTIONAL { (?n, "belongs_to_domain", ?d) } }"#, 10, 0)
+        .unwrap()
+        .sql;
+    assert!(sql.contains("c1.name AS v_1_name"), "{sql}");
+    assert!(sql.contains("s.v_1_name AS name"), "{sql}");
+    assert!(!sql.contains("JOIN kip.concepts"), "{sql}");
+    // A variable bound inside OPTIONAL carries nothing: its row is still
+    // looked up.
+    let sql = find(r#"FIND(?n.name, COUNT(?d)) WHERE { ?d {type: "Domain"} OPTIONAL { (?n, "belongs_to_domain", ?d) } }"#, 10, 0)
+        .unwrap()
+        .sql;
+    assert!(sql.contains("JOIN kip.concepts"), "{sql}");
+}
+
+#[test]
 fn only_a_statement_with_an_attribute_containment_is_planned_per_call() {
     let plan_per_call = |text: &str| find(text, 10, 0).unwrap().plan_per_call;
     assert!(plan_per_call(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level == 3) } LIMIT 10"#));
