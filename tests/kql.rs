@@ -686,6 +686,49 @@ fn attribute_equality_is_served_by_the_attributes_index_without_jit() {
     c.execute("SELECT kip_drop_space($1)", &[&space]).unwrap();
 }
 
+/// Conditions only a set `metadata.expires_at` passes also ask the stored
+/// `expires_at` column, which the partial `*_expiring_idx` indexes serve:
+/// the answers are those of the conditions alone, on concepts and links.
+#[test]
+fn expires_at_conditions_answer_as_the_metadata_says() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Node", name: "a"} } WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
+          CONCEPT ?b { {type: "Node", name: "b"} } WITH METADATA { expires_at: "2030-01-01T00:00:00Z" }
+          CONCEPT ?c { {type: "Node", name: "c"} } WITH METADATA { source: "test" }
+          CONCEPT ?d { {type: "Node", name: "d"} SET PROPOSITIONS { ("next", ?a) } }
+        }"#,
+        r#"UPSERT {
+          PROPOSITION ?l { ({type: "Node", name: "a"}, "next", {type: "Node", name: "b"}) }
+          WITH METADATA { expires_at: "2020-06-01T00:00:00Z" }
+        }"#,
+    ]);
+    let q = |c: &mut Client, f: &str| names(&find(c, &format!(r#"FIND(?n.name) WHERE {{ ?n {{type: "Node"}} FILTER({f}) }}"#)));
+    assert_eq!(q(&mut c, "IS_NOT_NULL(?n.metadata.expires_at)"), set(&["a", "b"]));
+    assert_eq!(q(&mut c, "IS_NULL(?n.metadata.expires_at)"), set(&["c", "d"]));
+    assert_eq!(q(&mut c, "?n.metadata.expires_at == null"), set(&["c", "d"]));
+    assert_eq!(q(&mut c, r#"?n.metadata.expires_at < "2025-01-01T00:00:00Z""#), set(&["a"]));
+    assert_eq!(q(&mut c, r#"?n.metadata.expires_at >= "2025-01-01T00:00:00Z""#), set(&["b"]));
+    assert_eq!(q(&mut c, r#"?n.metadata.expires_at == "2030-01-01T00:00:00Z""#), set(&["b"]));
+    // A comparison with a missing value is false, `!=` too (DESIGN §7).
+    assert_eq!(q(&mut c, r#"?n.metadata.expires_at != "2030-01-01T00:00:00Z""#), set(&["a"]));
+    assert_eq!(q(&mut c, r#"!(?n.metadata.expires_at < "2025-01-01T00:00:00Z")"#), set(&["b", "c", "d"]));
+    assert_eq!(q(&mut c, r#"IS_NULL(?n.metadata.expires_at) || ?n.metadata.expires_at > "2025-01-01T00:00:00Z""#), set(&["b", "c", "d"]));
+    let links = |c: &mut Client, f: &str| {
+        names(&find(c, &format!(r#"FIND(?s.name) WHERE {{ ?l (?s, "next", ?o) FILTER({f}) }}"#)))
+    };
+    assert_eq!(links(&mut c, "IS_NOT_NULL(?l.metadata.expires_at)"), set(&["a"]));
+    assert_eq!(links(&mut c, r#"?l.metadata.expires_at < "2025-01-01T00:00:00Z""#), set(&["a"]));
+    assert_eq!(links(&mut c, "IS_NULL(?l.metadata.expires_at)"), set(&["d"]));
+    // The condition the partial indexes serve is in the statement.
+    let text: String = c
+        .query_one("SELECT kip_explain($1)", &[&r#"FIND(?s.name) WHERE { ?l (?s, "next", ?o) FILTER(?l.metadata.expires_at < "2025") }"#])
+        .unwrap()
+        .get(0);
+    assert!(text.contains("p1.expires_at IS NOT NULL"), "{text}");
+}
+
 /// `:name` placeholders of a Brain prompt query, with plausible values.
 fn sample_params(cmd: &str) -> Value {
     let mut params = serde_json::Map::new();

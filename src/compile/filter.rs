@@ -528,7 +528,20 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
             let exact = compare(cx, *op, a, b)?;
             let candidates = match (op, &**left, &**right) {
                 (CompareOp::Eq, Expr::Path(p), Expr::Value(v)) | (CompareOp::Eq, Expr::Value(v), Expr::Path(p)) => {
-                    attribute_containment(access, cx, p, std::slice::from_ref(&crate::compile::bound::value(v)?))
+                    let value = crate::compile::bound::value(v)?;
+                    match attribute_containment(access, cx, p, std::slice::from_ref(&value)) {
+                        Some(containment) => Some(containment),
+                        // `== null` passes the absent value.
+                        None if value != Json::Null => expiring_candidate(access, cx, p),
+                        None => None,
+                    }
+                }
+                // An order with a value other than null passes only a value.
+                (CompareOp::Lt | CompareOp::Le | CompareOp::Gt | CompareOp::Ge, Expr::Path(p), Expr::Value(v))
+                | (CompareOp::Lt | CompareOp::Le | CompareOp::Gt | CompareOp::Ge, Expr::Value(v), Expr::Path(p))
+                    if crate::compile::bound::value(v)? != Json::Null =>
+                {
+                    expiring_candidate(access, cx, p)
                 }
                 _ => None,
             };
@@ -545,8 +558,38 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
             };
             with_candidates(candidates, exact)
         }
+        Expr::Call { func: FilterFunc::IsNotNull, args } if args.len() == 1 => {
+            let exact = format!("({})", call(access, cx, FilterFunc::IsNotNull, args)?);
+            let candidates = match &args[0] {
+                Expr::Path(p) => expiring_candidate(access, cx, p),
+                _ => None,
+            };
+            with_candidates(candidates, exact)
+        }
         Expr::Call { func, args } => format!("({})", call(access, cx, *func, args)?),
     })
+}
+
+/// For a condition that only an element whose `metadata.expires_at` is set
+/// passes (`IS_NOT_NULL` of it, or its comparison with a value other than
+/// null, `!=` aside): the row's `expires_at IS NOT NULL`, which the partial
+/// indexes `concepts_expiring_idx` / `propositions_expiring_idx` serve.
+/// `expires_at` is the stored column `metadata ->> 'expires_at'`, null
+/// exactly when the key is absent or JSON null, as `IS_NULL` sees it; so
+/// the condition changes no result, and a sweep for expired links
+/// (`FILTER(?l.metadata.expires_at < :now)`) reads the few that expire
+/// instead of every link of its predicate. `None` for other paths, and for
+/// an element variable of either kind (a `coalesce` of both rows, which no
+/// index serves).
+fn expiring_candidate(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath) -> Option<String> {
+    let PathField::Metadata(Some(key)) = &path.field else { return None };
+    if key != "expires_at" {
+        return None;
+    }
+    match access.row(cx, &path.var)? {
+        Row::Concept(a) | Row::Proposition(a) => Some(format!("{a}.expires_at IS NOT NULL")),
+        Row::Either { .. } => None,
+    }
 }
 
 /// `?x.id == "P:92"` (or `!=`): an id written without its predicate, as clauses

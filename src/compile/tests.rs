@@ -246,6 +246,29 @@ fn a_grouped_page_reads_group_values_from_the_rows_its_solutions_carry() {
 }
 
 #[test]
+fn conditions_only_a_set_expires_at_passes_add_the_expiring_column() {
+    for (filter, added) in [
+        ("IS_NOT_NULL(?l.metadata.expires_at)", true),
+        (r#"?l.metadata.expires_at < "2025""#, true),
+        (r#""2025" >= ?l.metadata.expires_at"#, true),
+        (r#"?l.metadata.expires_at == "2025""#, true),
+        (r#"?l.metadata.expires_at != "2025""#, false),
+        ("?l.metadata.expires_at == null", false),
+        ("IS_NULL(?l.metadata.expires_at)", false),
+        (r#"?l.metadata.valid_until < "2025""#, false),
+    ] {
+        let (sql, _) = pattern(&format!(r#"?l (?s, "treats", ?o) FILTER({filter})"#), &facts()).unwrap();
+        assert_eq!(sql.contains("p1.expires_at IS NOT NULL AND"), added, "{filter}: {sql}");
+    }
+    let (sql, _) = pattern(r#"?x {type: "Drug"} FILTER(?x.metadata.expires_at > "2025")"#, &facts()).unwrap();
+    assert!(sql.contains("c1.expires_at IS NOT NULL AND"), "{sql}");
+    // An endpoint that may be a concept or a link reads a coalesce of both
+    // rows, which no index serves.
+    let (sql, _) = pattern(r#"(?s, "treats", ?o) FILTER(IS_NOT_NULL(?o.metadata.expires_at))"#, &facts()).unwrap();
+    assert!(!sql.contains("expires_at IS NOT NULL"), "{sql}");
+}
+
+#[test]
 fn only_a_statement_with_an_attribute_containment_is_planned_per_call() {
     let plan_per_call = |text: &str| find(text, 10, 0).unwrap().plan_per_call;
     assert!(plan_per_call(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level == 3) } LIMIT 10"#));
