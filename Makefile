@@ -49,6 +49,7 @@ bench: install
 	cargo run --release -p kip-integration-tests --bin kip-write-bench -- hand
 	cargo run --release -p kip-integration-tests --bin kip-bulk-bench
 	cargo run --release -p kip-integration-tests --bin kql-bench
+	cargo run --release -p kip-integration-tests --bin kip-brain-bench
 	cargo run --release -p kip-integration-tests --bin kip-search-bench
 	bash scripts/model_bench.sh
 
