@@ -4,6 +4,7 @@
 //! rows, DESCRIBE, kip_explain, and every error code the read path returns.
 
 use kip_integration_tests::{connect, err_code, fresh_space, kip, ok};
+use kip_integration_tests::brain::{finds, sample_params, Names, PROMPTS};
 use postgres::Client;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -729,41 +730,6 @@ fn expires_at_conditions_answer_as_the_metadata_says() {
     assert!(text.contains("p1.expires_at IS NOT NULL"), "{text}");
 }
 
-/// `:name` placeholders of a Brain prompt query, with plausible values.
-fn sample_params(cmd: &str) -> Value {
-    let mut params = serde_json::Map::new();
-    let bytes = cmd.as_bytes();
-    for (i, _) in cmd.match_indices(':') {
-        let prev = if i == 0 { b' ' } else { bytes[i - 1] };
-        if prev.is_ascii_alphanumeric() || prev == b'"' || prev == b'_' {
-            continue;
-        }
-        let name: String = cmd[i + 1..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if name.is_empty() || !name.chars().next().unwrap().is_ascii_alphabetic() {
-            continue;
-        }
-        let v = if name.contains("limit") {
-            json!(10)
-        } else if ["date", "time", "cutoff", "_at", "since", "until", "now"].iter().any(|k| name.contains(k)) {
-            json!("2025-01-01T00:00:00Z")
-        } else if ["threshold", "score", "confidence", "factor"].iter().any(|k| name.contains(k)) {
-            json!(0.5)
-        } else if name == "type" || name.ends_with("_type") {
-            json!("Person")
-        } else if name.contains("predicate") {
-            json!("belongs_to_domain")
-        } else if name.contains("domain") {
-            // An embedded {type: "Domain", name: :d} must name an existing
-            // domain (a missing one is KIP_3002).
-            json!("CoreSchema")
-        } else {
-            json!("Alice")
-        };
-        params.insert(name, v);
-    }
-    Value::Object(params)
-}
-
 /// Every FIND in the Brain Recall / Maintenance / Formation prompts runs
 /// without error on a bootstrapped space holding sample memories.
 #[test]
@@ -788,36 +754,18 @@ fn brain_prompt_finds_execute() {
     let out = kip(&mut c, memories, json!({}));
     assert!(out.get("error").is_none(), "memories: {out}");
     let mut total = 0;
-    for file in ["BrainRecall.md", "BrainMaintenance.md", "BrainFormation.md"] {
+    let names = Names { name: "Alice", domain: "CoreSchema", date: "2025-01-01T00:00:00Z" };
+    for file in PROMPTS {
         let text = std::fs::read_to_string(shared.join("reference/brain").join(file)).unwrap();
-        for block in text.split("```prolog").skip(1) {
-            let block = block.split("```").next().unwrap_or("");
-            let mut current: Option<String> = None;
-            let mut statements = Vec::new();
-            for line in block.lines() {
-                let t = line.trim_start();
-                let starts = ["FIND", "UPSERT", "UPDATE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT", "MERGE"]
-                    .iter()
-                    .any(|k| t.starts_with(k) && t[k.len()..].starts_with(|c: char| c == '(' || c == ' '));
-                if starts {
-                    statements.extend(current.take());
-                    current = Some(String::new());
-                }
-                if let Some(s) = current.as_mut() {
-                    s.push_str(line);
-                    s.push('\n');
-                }
-            }
-            statements.extend(current);
-            for s in statements.iter().filter(|s| s.trim_start().starts_with("FIND")) {
-                total += 1;
-                let out = kip(&mut c, s, sample_params(s));
-                // A sample name may name no concept: the mandatory pattern
-                // then answers KIP_3002, which is a correct execution too.
-                let missing_named = out["error"]["code"] == "KIP_3002"
-                    && out["error"]["message"].as_str().is_some_and(|m| m.contains("does not exist"));
-                assert!(out.get("error").is_none() || missing_named, "{file}: {s}\nparams {}\n=> {out}", sample_params(s));
-            }
+        for s in finds(&text) {
+            total += 1;
+            let params = sample_params(&s, &names);
+            let out = kip(&mut c, &s, params.clone());
+            // A sample name may name no concept: the mandatory pattern
+            // then answers KIP_3002, which is a correct execution too.
+            let missing_named = out["error"]["code"] == "KIP_3002"
+                && out["error"]["message"].as_str().is_some_and(|m| m.contains("does not exist"));
+            assert!(out.get("error").is_none() || missing_named, "{file}: {s}\nparams {params}\n=> {out}");
         }
     }
     assert!(total >= 40, "found only {total} FIND commands");

@@ -13,9 +13,10 @@
 //! `start_time`, `content_summary`, `salience_score`, a tenth short-term
 //! with an `expires_at`).
 
+use kip_integration_tests::brain::{finds, sample_params, Names, PROMPTS};
 use kip_integration_tests::{dsn_for, ensure_database, shared_dir};
 use postgres::{Client, NoTls};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const SPACE: &str = "brain_bench";
@@ -84,70 +85,6 @@ fn generate(c: &mut Client) {
     println!("generated {EVENTS} Events in {:.1?}", t.elapsed());
 }
 
-/// Values for a query's `:name` placeholders that name this memory's
-/// elements (as `tests/kql.rs`'s Brain test does for its own).
-fn sample_params(cmd: &str) -> Value {
-    let mut params = Map::new();
-    let bytes = cmd.as_bytes();
-    for (i, _) in cmd.match_indices(':') {
-        let prev = if i == 0 { b' ' } else { bytes[i - 1] };
-        if prev.is_ascii_alphanumeric() || prev == b'"' || prev == b'_' {
-            continue;
-        }
-        let name: String = cmd[i + 1..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if name.is_empty() || !name.chars().next().unwrap().is_ascii_alphabetic() {
-            continue;
-        }
-        let v = if name.contains("limit") {
-            json!(10)
-        } else if ["date", "time", "cutoff", "_at", "since", "until", "now", "start", "sleep"].iter().any(|k| name.contains(k)) {
-            json!("2025-06-01T00:00:00Z")
-        } else if ["threshold", "score", "confidence", "factor"].iter().any(|k| name.contains(k)) {
-            json!(0.5)
-        } else if name == "type" || name.ends_with("_type") {
-            json!("Person")
-        } else if name.contains("predicate") {
-            json!("belongs_to_domain")
-        } else if name.contains("domain") {
-            json!("Topic3")
-        } else {
-            json!("user_7")
-        };
-        params.insert(name, v);
-    }
-    Value::Object(params)
-}
-
-/// The FIND commands of a prompt file's ```prolog blocks.
-fn finds(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for block in text.split("```prolog").skip(1) {
-        let block = block.split("```").next().unwrap_or("");
-        let mut current: Option<String> = None;
-        let mut statements = Vec::new();
-        for line in block.lines() {
-            let t = line.trim_start();
-            let starts = ["FIND", "UPSERT", "UPDATE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT", "MERGE"]
-                .iter()
-                .any(|k| t.starts_with(k) && t[k.len()..].starts_with(|c: char| c == '(' || c == ' '));
-            if starts {
-                statements.extend(current.take());
-                current = Some(String::new());
-            }
-            if let Some(s) = current.as_mut() {
-                // Comments after a statement belong to the prose around it.
-                if !t.starts_with("//") {
-                    s.push_str(line);
-                    s.push('\n');
-                }
-            }
-        }
-        statements.extend(current);
-        out.extend(statements.into_iter().filter(|s| s.trim_start().starts_with("FIND")));
-    }
-    out
-}
-
 struct Timed {
     file: &'static str,
     command: String,
@@ -166,10 +103,12 @@ fn main() {
     c.batch_execute(&format!("SET kip.space = '{SPACE}'")).unwrap();
     generate(&mut c);
     let mut timed = Vec::new();
-    for file in ["BrainRecall.md", "BrainMaintenance.md", "BrainFormation.md"] {
+    // Names this memory holds.
+    let names = Names { name: "user_7", domain: "Topic3", date: "2025-06-01T00:00:00Z" };
+    for file in PROMPTS {
         let text = std::fs::read_to_string(shared.join("reference/brain").join(file)).expect("read a Brain prompt");
         for command in finds(&text) {
-            let params = sample_params(&command);
+            let params = sample_params(&command, &names);
             let mut times = Vec::new();
             let mut outcome = String::new();
             for run in 0..=RUNS {

@@ -7,6 +7,7 @@
 //! the connection string; the default database `kip_test` is created on
 //! first use.
 
+pub mod brain;
 pub mod normalize;
 pub mod reliability;
 
