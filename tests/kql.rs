@@ -730,6 +730,42 @@ fn expires_at_conditions_answer_as_the_metadata_says() {
     assert!(text.contains("p1.expires_at IS NOT NULL"), "{text}");
 }
 
+/// A FIND planned for its values (an attribute equality) is planned with
+/// its named concepts' ids, looked up first, and answers as without them:
+/// solutions, no solution (asked again without the ids), and a name that
+/// names nothing (`KIP_3002`).
+#[test]
+fn a_find_planned_per_call_knows_its_named_concepts_ids() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?hub { {type: "Node", name: "hub"} }
+          CONCEPT ?a { {type: "Node", name: "a"} SET ATTRIBUTES { kind: "rare" } SET PROPOSITIONS { ("next", ?hub) } }
+          CONCEPT ?b { {type: "Node", name: "b"} SET ATTRIBUTES { kind: "common" } SET PROPOSITIONS { ("next", ?hub) } }
+          CONCEPT ?d { {type: "Node", name: "d"} SET ATTRIBUTES { kind: "rare" } }
+        }"#,
+    ]);
+    let per_call = |kind: &str, hub: &str| {
+        format!(r#"FIND(?x.name) WHERE {{ ?x {{type: "Node"}} (?x, "next", {{type: "Node", name: "{hub}"}}) FILTER(?x.attributes.kind == "{kind}") }}"#)
+    };
+    assert_eq!(names(&find(&mut c, &per_call("rare", "hub"))), set(&["a"]));
+    assert_eq!(names(&find(&mut c, &per_call("none", "hub"))), set(&[]));
+    assert_eq!(err_code(&kip(&mut c, &per_call("rare", "nohub"), json!({}))), "KIP_3002");
+    let hub: i64 = c
+        .query_one("SELECT id FROM kip.concepts WHERE space = current_setting('kip.space') AND name = 'hub'", &[])
+        .unwrap()
+        .get(0);
+    let sql_and_params = |c: &mut Client, q: &str| -> String {
+        let text: String = c.query_one("SELECT kip_explain($1)", &[&q]).unwrap().get(0);
+        text.split("-- plan").next().unwrap_or_default().to_string()
+    };
+    let text = sql_and_params(&mut c, &per_call("rare", "hub"));
+    assert!(text.contains(".id = $") && text.contains(&format!(" = {hub}\n")), "{text}");
+    // A statement on its generic plan gains nothing from the ids.
+    let text = sql_and_params(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} (?x, "next", {type: "Node", name: "hub"}) }"#);
+    assert!(!text.contains(".id = $"), "{text}");
+}
+
 /// Every FIND in the Brain Recall / Maintenance / Formation prompts runs
 /// without error on a bootstrapped space holding sample memories.
 #[test]

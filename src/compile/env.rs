@@ -52,6 +52,20 @@ pub struct Facts {
     /// Existence checks left to the statement itself (FIND), instead of a
     /// lookup before it; `None` when `resolve` looked everything up.
     pub verified_in_statement: Option<InStatement>,
+    /// The ids of named concepts (`{type, name}`) of the mandatory pattern,
+    /// looked up before a FIND planned for its values
+    /// (`engine::find::with_named_ids`): each of their selectors in the
+    /// mandatory pattern also says `id = $n`, so that plan knows the
+    /// concept, and how many links it has (a hub such as `$self`). Empty
+    /// otherwise.
+    pub named_ids: Vec<((String, String), i64)>,
+}
+
+impl Facts {
+    /// The id looked up for the named concept `{type, name}`, if any.
+    pub fn named_id(&self, type_name: &str, name: &str) -> Option<i64> {
+        self.named_ids.iter().find(|((t, n), _)| t == type_name && n == name).map(|(_, id)| *id)
+    }
 }
 
 /// What a FIND leaves to its statement's answer (`compile::find::Guard`):

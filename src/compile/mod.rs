@@ -4,7 +4,7 @@
 pub mod element;
 pub mod export;
 pub mod bound;
-mod distinct;
+pub(crate) mod distinct;
 pub mod env;
 pub mod ids;
 pub mod kml_bulk;

@@ -269,6 +269,23 @@ fn conditions_only_a_set_expires_at_passes_add_the_expiring_column() {
 }
 
 #[test]
+fn a_named_concept_whose_id_was_looked_up_also_compares_its_id() {
+    let mut known = facts();
+    known.named_ids = vec![(("Person".into(), "$self".into()), 42)];
+    let body = r#"?m {type: "Event"} (?m, "involves", {type: "Person", name: "$self"}) (?m, "involves", {type: "Person", name: "Bob"})
+        OPTIONAL { (?m, "mentions", {type: "Person", name: "$self"}) }"#;
+    let (sql, params) = pattern(body, &known).unwrap();
+    let k = params.iter().position(|p| *p == SqlParam::Int(42)).expect("the id is a parameter") + 1;
+    assert!(sql.contains(&format!(".id = ${k}::bigint")), "{sql}");
+    // Only $self's selector of the mandatory pattern: not Bob's, and not
+    // the one inside OPTIONAL.
+    assert_eq!(sql.matches(".id = $").count(), 1, "{sql}");
+    // Without looked-up ids, the selectors compare type and name alone.
+    let (sql, _) = pattern(body, &facts()).unwrap();
+    assert!(!sql.contains(".id = $"), "{sql}");
+}
+
+#[test]
 fn only_a_statement_with_an_attribute_containment_is_planned_per_call() {
     let plan_per_call = |text: &str| find(text, 10, 0).unwrap().plan_per_call;
     assert!(plan_per_call(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level == 3) } LIMIT 10"#));

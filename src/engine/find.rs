@@ -82,9 +82,75 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         Some(text) if q.cursor.is_none() => templates::first_page(text, q, env, limit)?,
         _ => compile_find(q, env, limit, offset, resume.after.as_deref())?,
     };
-    let (sql, params, planned) = (&plan.sql, plan.params.values(), planning(&plan));
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
-    let Answer { mut entries, more, last_ids } = match plan.layout {
+    // With the named concepts' ids, when its plan is made for its values.
+    // Solutions found so are solutions; an answer without one is asked
+    // again without the ids, which a concept deleted and created again
+    // since their lookup would have left stale.
+    let hinted = with_named_ids(q, env, &plan, limit, offset, resume.after.as_deref())?;
+    let answer = match hinted {
+        Some(hinted) => match answer(&hinted, page, ctx)? {
+            a if a.solutions => a,
+            _ => answer(&plan, page, ctx)?,
+        },
+        None => answer(&plan, page, ctx)?,
+    };
+    let Answer { mut entries, more, last_ids, .. } = answer;
+    // With LIMIT 0 there is no page and no next page: a cursor for the same
+    // offset would make a paginating client loop forever.
+    let more = more && limit > 0;
+    let result = if entries.len() == 1 { entries.pop().unwrap() } else { Doc::Array(entries) };
+    let next_cursor = if more { cursor::encode_resume(&shape(), offset.saturating_add(limit), last_ids.as_deref())? } else { None };
+    Ok(Outcome { result, next_cursor })
+}
+
+/// The statement of `plan`'s FIND with the ids of its mandatory pattern's
+/// named concepts (`Facts::named_ids`), looked up now, when `plan` is
+/// planned for each call's values (`FindSql::plan_per_call`): a plan made
+/// for the values then knows which concept each name is. The Brain's
+/// `FIND … WHERE { ?m {type: "Event"} (?m, "involves", {type: "Person",
+/// name: "$self"}) FILTER(?m.attributes.event_class == "GrowthMilestone") }`
+/// was planned as if `$self` had the links of an average concept (one),
+/// and walked all 100,000 of them where the attribute index finds the
+/// milestones. `None` when there is nothing to add.
+pub(crate) fn with_named_ids(
+    q: &FindQuery,
+    env: Env,
+    plan: &FindSql,
+    limit: u64,
+    offset: u64,
+    after: Option<&[i64]>,
+) -> Result<Option<FindSql>, KipError> {
+    // Not with a UNION: the solutions of other branches would survive a
+    // stale id in one.
+    let named = env.facts.verified_in_statement.as_ref().map(|v| &v.named_concepts);
+    let wanted = plan.plan_per_call && !crate::compile::distinct::has_union(&q.where_clauses);
+    let Some(named) = named.filter(|n| wanted && !n.is_empty()) else { return Ok(None) };
+    let (types, names): (Vec<String>, Vec<String>) = named.iter().cloned().unzip();
+    let rows = spi::lookup(
+        "SELECT c.type, c.name, c.id FROM kip.concepts c \
+         WHERE c.space = $1 AND (c.type, c.name) IN (SELECT * FROM unnest($2::text[], $3::text[]))",
+        &[spi::SqlParam::Text(env.space.to_string()), spi::SqlParam::TextArray(types), spi::SqlParam::TextArray(names)],
+        Access::ReadOnly,
+    )?;
+    let ids: Vec<((String, String), i64)> = rows
+        .iter()
+        .filter_map(|row| match (row.first(), row.get(1), row.get(2).and_then(Value::as_i64)) {
+            (Some(Value::String(t)), Some(Value::String(n)), Some(id)) => Some(((t.clone(), n.clone()), id)),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let facts = crate::compile::env::Facts { named_ids: ids, ..env.facts.clone() };
+    Ok(Some(compile_find(q, Env { facts: &facts, ..env }, limit, offset, after)?))
+}
+
+/// The page `plan` answers (`page` rows).
+fn answer(plan: &FindSql, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
+    let (sql, params, planned) = (&plan.sql, plan.params.values(), planning(plan));
+    Ok(match plan.layout {
         // The rows' element objects go into the envelope as the jsonb the
         // statement built (`exec::jsonb::Doc`).
         Layout::Rows => {
@@ -96,18 +162,12 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
             let wanted = |row: usize, col: usize, rows: usize| {
                 shown.contains(&col) || (rows > page && row + 1 == page && keys.contains(&col))
             };
-            rows_page(&plan, spi::query_docs(sql, params, Access::ReadOnly, planned, &wanted)?, page, ctx)?
+            rows_page(plan, spi::query_docs(sql, params, Access::ReadOnly, planned, &wanted)?, page, ctx)?
         }
         Layout::OneRow { count_col } => {
-            one_row_page(&plan, spi::query_planned(sql, params, Access::ReadOnly, planned)?, page, count_col, ctx)?
+            one_row_page(plan, spi::query_planned(sql, params, Access::ReadOnly, planned)?, page, count_col, ctx)?
         }
-    };
-    // With LIMIT 0 there is no page and no next page: a cursor for the same
-    // offset would make a paginating client loop forever.
-    let more = more && limit > 0;
-    let result = if entries.len() == 1 { entries.pop().unwrap() } else { Doc::Array(entries) };
-    let next_cursor = if more { cursor::encode_resume(&shape(), offset.saturating_add(limit), last_ids.as_deref())? } else { None };
-    Ok(Outcome { result, next_cursor })
+    })
 }
 
 /// A FIND's answer: the result's entries (one per FIND expression), whether
@@ -117,6 +177,8 @@ struct Answer {
     entries: Vec<Doc>,
     more: bool,
     last_ids: Option<Vec<i64>>,
+    /// Whether the answer shows a solution (a row, or an aggregation's value).
+    solutions: bool,
 }
 
 /// `Layout::Rows`: up to `page + 1` rows, the columnar entries assembled
@@ -124,6 +186,7 @@ struct Answer {
 /// guard's lookup tells "nothing matched" from `KIP_3002`.
 fn rows_page(plan: &FindSql, rows: Vec<Vec<Doc>>, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
     check_guard(plan, rows.is_empty(), ctx)?;
+    let solutions = !rows.is_empty();
     let more = rows.len() > page;
     let last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
         let last = rows.get(page - 1)?;
@@ -145,7 +208,7 @@ fn rows_page(plan: &FindSql, rows: Vec<Vec<Doc>>, page: usize, ctx: &Ctx) -> Res
             entries[k].push(value);
         }
     }
-    Ok(Answer { entries: entries.into_iter().map(Doc::Array).collect(), more, last_ids })
+    Ok(Answer { entries: entries.into_iter().map(Doc::Array).collect(), more, last_ids, solutions })
 }
 
 /// `KIP_3002` when the guard finds a required element missing; looked up
@@ -183,5 +246,5 @@ fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: O
         })
         .map(Doc::Json)
         .collect();
-    Ok(Answer { entries, more, last_ids: None })
+    Ok(Answer { entries, more, last_ids: None, solutions: shows_a_solution })
 }

@@ -15,10 +15,21 @@ fn selector_conds(cx: &mut Cx, alias: &str, sel: &ConceptSelector) -> Result<Vec
             let n = ground::concept_id(cx, &lit(id)?)?;
             vec![format!("{alias}.id = {}", cx.params.int(n))]
         }
-        ConceptSelector::TypeName { type_name, name } => vec![
-            format!("{alias}.type = {}", cx.params.text(lit(type_name)?)),
-            format!("{alias}.name = {}", cx.params.text(lit(name)?)),
-        ],
+        ConceptSelector::TypeName { type_name, name } => {
+            let (type_name, name) = (lit(type_name)?, lit(name)?);
+            // Only where a stale id (the concept deleted and created again
+            // since the lookup) leaves the whole answer empty, which is then
+            // asked again without it (`engine::find::with_named_ids`).
+            let id = cx.env.facts.named_id(&type_name, &name).filter(|_| cx.mandatory);
+            let mut conds = vec![
+                format!("{alias}.type = {}", cx.params.text(type_name)),
+                format!("{alias}.name = {}", cx.params.text(name)),
+            ];
+            if let Some(id) = id {
+                conds.push(format!("{alias}.id = {}", cx.params.int(id)));
+            }
+            conds
+        }
         ConceptSelector::Type(t) => vec![format!("{alias}.type = {}", cx.params.text(lit(t)?))],
         ConceptSelector::Name(n) => vec![format!("{alias}.name = {}", cx.params.text(lit(n)?))],
     })
