@@ -53,7 +53,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
     let limit = engine::find::page_size(opt_lit(&q.limit)?);
     let plan = compile_find(q, env, limit, 0, None)?;
     // As `kip_execute` runs it: with the named concepts' ids when planned per call.
-    let plan = engine::find::with_named_ids(q, env, &plan, limit, 0, None)?.unwrap_or(plan);
+    let plan = engine::find::with_named_ids(&space, q, env, &plan, limit, 0, None)?.unwrap_or(plan);
     let mut out = String::from("-- SQL\n");
     out.push_str(&plan.sql);
     out.push_str("\n-- parameters\n");

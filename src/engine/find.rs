@@ -12,6 +12,7 @@ use crate::engine::templates;
 use crate::exec::jsonb::Doc;
 use crate::exec::{cursor, spi, Access, Ctx};
 use crate::resolve;
+use crate::space::Space;
 use kip_lang::ast::{Command, FindQuery};
 use kip_lang::{ErrorCode, KipError};
 use serde_json::Value;
@@ -87,7 +88,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // Solutions found so are solutions; an answer without one is asked
     // again without the ids, which a concept deleted and created again
     // since their lookup would have left stale.
-    let hinted = with_named_ids(q, env, &plan, limit, offset, resume.after.as_deref())?;
+    let hinted = with_named_ids(&ctx.space, q, env, &plan, limit, offset, resume.after.as_deref())?;
     let answer = match hinted {
         Some(hinted) => match answer(&hinted, page, ctx)? {
             a if a.solutions => a,
@@ -114,6 +115,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
 /// and walked all 100,000 of them where the attribute index finds the
 /// milestones. `None` when there is nothing to add.
 pub(crate) fn with_named_ids(
+    space: &Space,
     q: &FindQuery,
     env: Env,
     plan: &FindSql,
@@ -123,23 +125,11 @@ pub(crate) fn with_named_ids(
 ) -> Result<Option<FindSql>, KipError> {
     // Not with a UNION: the solutions of other branches would survive a
     // stale id in one.
-    let named = env.facts.verified_in_statement.as_ref().map(|v| &v.named_concepts);
-    let wanted = plan.plan_per_call && !crate::compile::distinct::has_union(&q.where_clauses);
-    let Some(named) = named.filter(|n| wanted && !n.is_empty()) else { return Ok(None) };
-    let (types, names): (Vec<String>, Vec<String>) = named.iter().cloned().unzip();
-    let rows = spi::lookup(
-        "SELECT c.type, c.name, c.id FROM kip.concepts c \
-         WHERE c.space = $1 AND (c.type, c.name) IN (SELECT * FROM unnest($2::text[], $3::text[]))",
-        &[spi::SqlParam::Text(env.space.to_string()), spi::SqlParam::TextArray(types), spi::SqlParam::TextArray(names)],
-        Access::ReadOnly,
-    )?;
-    let ids: Vec<((String, String), i64)> = rows
-        .iter()
-        .filter_map(|row| match (row.first(), row.get(1), row.get(2).and_then(Value::as_i64)) {
-            (Some(Value::String(t)), Some(Value::String(n)), Some(id)) => Some(((t.clone(), n.clone()), id)),
-            _ => None,
-        })
-        .collect();
+    if !plan.plan_per_call || crate::compile::distinct::has_union(&q.where_clauses) {
+        return Ok(None);
+    }
+    let named = env.facts.verified_in_statement.as_ref().map_or(&[][..], |v| &v.named_concepts[..]);
+    let ids = resolve::identities::ids_of(space, named)?;
     if ids.is_empty() {
         return Ok(None);
     }

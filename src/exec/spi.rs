@@ -280,6 +280,7 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
         slot.pflags = pg_sys::PARAM_FLAG_CONST as u16;
         slot.ptype = d.oid();
     }
+    let text = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
     let owner = pg_sys::CurrentResourceOwner;
     let cached = pg_sys::GetCachedPlan(source, bound, owner, std::ptr::null_mut());
     let statements = (*cached).stmt_list;
@@ -302,7 +303,6 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
     (*es).buffers = analyze;
     (*es).timing = analyze;
     (*es).summary = analyze;
-    let text = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
     if analyze {
         // As `run_plan_on` runs a read: on a snapshot that sees what this
         // transaction wrote so far.

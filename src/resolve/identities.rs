@@ -8,7 +8,8 @@
 use super::collect;
 use super::registry;
 use crate::compile::find::Guard;
-use crate::exec::{spi, Access};
+use crate::exec::{spi, Access, SqlParam};
+use serde_json::Value;
 use crate::space::Space;
 use kip_lang::ast::WhereClause;
 use kip_lang::{ErrorCode, KipError};
@@ -23,6 +24,27 @@ fn first_missing(space: &Space, named: Vec<(String, String)>, access: Access) ->
     let (sql, params) = guard.standalone(space.name());
     let position = spi::lookup_scalar(&sql, params.values(), access)?;
     Ok(position.as_u64().and_then(|i| guard.named.get(usize::try_from(i).ok()?.checked_sub(1)?).cloned()))
+}
+
+/// The ids of the named concepts of `named` that exist, with one query.
+pub fn ids_of(space: &Space, named: &[(String, String)]) -> Result<Vec<((String, String), i64)>, KipError> {
+    if named.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (types, names): (Vec<String>, Vec<String>) = named.iter().cloned().unzip();
+    let rows = spi::lookup(
+        "SELECT c.type, c.name, c.id FROM kip.concepts c \
+         WHERE c.space = $1 AND (c.type, c.name) IN (SELECT * FROM unnest($2::text[], $3::text[]))",
+        &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
+        Access::ReadOnly,
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| match (row.first(), row.get(1), row.get(2).and_then(Value::as_i64)) {
+            (Some(Value::String(t)), Some(Value::String(n)), Some(id)) => Some(((t.clone(), n.clone()), id)),
+            _ => None,
+        })
+        .collect())
 }
 
 /// UPDATE / DELETE / MERGE matched nothing: explain why when the pattern

@@ -101,7 +101,8 @@ pub(crate) struct Cx<'a> {
     pub unverified_concept_ids: std::cell::RefCell<Vec<(i64, String)>>,
     /// The top-level block carries the row columns of its variables whose
     /// rows it joined (`VarBinding::carried`): set by FIND when its page
-    /// needs no GROUP BY, so the page reads each element row once.
+    /// needs no GROUP BY of its own, or groups for aggregations
+    /// (`find::carries_rows`), so each element row is read once.
     pub carry_rows: bool,
     /// Set when a condition's good plan depends on its value: an attribute
     /// containment (`filter::attribute_containment`), which the GIN index
