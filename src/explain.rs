@@ -61,7 +61,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
         out.push_str(&format!("${} = {}\n", i + 1, param_text(p)));
     }
     out.push_str("-- plan\n");
-    out.push_str(&spi::explain(&plan.sql, plan.params.values(), engine::find::planning(&plan), analyze)?);
+    out.push_str(&spi::explain(&plan.sql, plan.params.values(), engine::find::planning(&plan, &space)?, analyze)?);
     Ok(out)
 }
 

@@ -766,6 +766,47 @@ fn a_find_planned_per_call_knows_its_named_concepts_ids() {
     assert!(!text.contains(".id = $"), "{text}");
 }
 
+/// A FIND that may scan a predicate's links (no named concept or id
+/// reaches them) is planned for its values when the predicate has few links
+/// in a space of many: a generic plan walked every link of the space in
+/// endpoint order, looking for them. A common predicate, or a rare one
+/// reached from a named concept, keeps the generic plan.
+#[test]
+fn a_rare_predicate_of_a_large_space_is_planned_for_its_value() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "R", 2, "alt"); // R0 -alt-> R1 -alt-> R2
+    let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    c.execute("INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Node', 'bulk' || g FROM generate_series(1, 150) g", &[&space])
+        .unwrap();
+    c.execute(
+        "INSERT INTO kip.propositions (space, subject_concept, predicate, object_concept) \
+         SELECT $1, a.id, 'next', b.id FROM kip.concepts a JOIN kip.concepts b ON a.space = b.space AND a.id <> b.id \
+         WHERE a.space = $1 AND a.name LIKE 'bulk%' AND b.name LIKE 'bulk%'",
+        &[&space],
+    )
+    .unwrap();
+    c.batch_execute("ANALYZE kip.propositions").unwrap();
+    let plan = |c: &mut Client, q: &str| -> String {
+        let text: String = c.query_one("SELECT kip_explain($1)", &[&q]).unwrap().get(0);
+        text.split("-- plan\n").nth(1).unwrap_or_default().to_string()
+    };
+    let rare = r#"FIND(?a.name, ?b.name) WHERE { (?a, "alt", ?b) } ORDER BY ?a.name LIMIT 10"#;
+    assert_eq!(find(&mut c, rare), json!([["R0", "R1"], ["R1", "R2"]]));
+    let text = plan(&mut c, rare);
+    assert!(text.contains("'alt'"), "{text}");
+    // A predicate with no link at all.
+    let text = plan(&mut c, r#"FIND(COUNT(?a)) WHERE { (?a, "in_area", ?b) }"#);
+    assert!(text.contains("'in_area'"), "{text}");
+    // 22,350 links of `next` in the space: its generic plan.
+    let text = plan(&mut c, r#"FIND(?a.name) WHERE { (?a, "next", ?b) } LIMIT 1"#);
+    assert!(!text.contains("'next'") && text.contains("predicate = $"), "{text}");
+    // Reached from a named concept, the rare predicate's links are read
+    // from it: the generic plan.
+    let text = plan(&mut c, r#"FIND(?b.name) WHERE { ?a {type: "Node", name: "R0"} (?a, "alt", ?b) }"#);
+    assert!(!text.contains("'alt'"), "{text}");
+    c.execute("SELECT kip_drop_space($1)", &[&space]).unwrap();
+}
+
 /// Every FIND in the Brain Recall / Maintenance / Formation prompts runs
 /// without error on a bootstrapped space holding sample memories.
 #[test]

@@ -57,6 +57,10 @@ pub(crate) struct FindSql {
     /// it is then planned for each call's values rather than run on one
     /// generic plan (`engine::find::planning`).
     pub plan_per_call: bool,
+    /// The literal predicates of link clauses no named concept or id
+    /// reaches (`compile::anchors`): a predicate with few links among many
+    /// is planned for (`engine::find::planning`).
+    pub scanned_predicates: Vec<String>,
 }
 
 /// Keyset cursors carry at most this many ids (one per projected variable).
@@ -280,7 +284,8 @@ fn compile_page(
     drop(cx);
     let keyset = keyset.filter(|_| layout == Layout::Rows);
     let ranking = ranking.filter(|_| layout == Layout::Rows);
-    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking, plan_per_call })
+    let scanned_predicates = crate::compile::anchors::scanned_predicates(&q.where_clauses);
+    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking, plan_per_call, scanned_predicates })
 }
 
 /// Which rows of the solutions a page holds: `LIMIT`/`OFFSET` (the

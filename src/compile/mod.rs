@@ -1,6 +1,7 @@
 //! AST → SQL. Everything here produces SQL text that depends only on the
 //! command's shape, plus a list of bind parameters for every value.
 
+pub(crate) mod anchors;
 pub mod element;
 pub mod export;
 pub mod bound;

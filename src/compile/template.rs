@@ -155,6 +155,7 @@ impl Template {
             keyset: c.keyset.clone(),
             ranking: c.ranking.clone(),
             plan_per_call: c.plan_per_call,
+            scanned_predicates: c.scanned_predicates.clone(),
         })
     }
 }

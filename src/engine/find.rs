@@ -8,6 +8,7 @@ use crate::compile::env::Env;
 use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::engine::find_walk;
+use crate::engine::rare_predicates;
 use crate::engine::templates;
 use crate::exec::jsonb::Doc;
 use crate::exec::{cursor, spi, Access, Ctx};
@@ -23,16 +24,21 @@ use serde_json::Value;
 /// plan (index nested loops from the anchor), and re-planning a custom
 /// plan on every call cost more than running it (0.5-1.6 ms of planning
 /// for 0.1-0.6 ms of execution; benches/KQL-BENCH.md). Except a statement
-/// whose good plan depends on its values (an attribute equality the GIN
-/// index serves): a plan for each call's values, ~0.15 ms of planning
-/// against a walk of every member of the type that the generic plan chose
-/// under an ORDER BY … LIMIT when the value was rare.
-pub(crate) fn planning(plan: &FindSql) -> spi::Planning {
-    if plan.plan_per_call {
+/// whose good plan depends on its values: a plan for each call's values,
+/// ~0.15 ms of planning, when
+///
+/// * it holds an attribute equality the GIN index serves
+///   (`FindSql::plan_per_call`): under an ORDER BY … LIMIT the generic
+///   plan walked every member of the type when the value was rare;
+/// * it may scan the links of a predicate that is rare in a large space
+///   (`FindSql::scanned_predicates`, `engine::rare_predicates`): the
+///   generic plan walked every link of the space looking for them.
+pub(crate) fn planning(plan: &FindSql, space: &Space) -> Result<spi::Planning, KipError> {
+    Ok(if plan.plan_per_call || rare_predicates::any_rare(space.name(), &plan.scanned_predicates)? {
         spi::Planning::Custom
     } else {
         spi::Planning::Generic
-    }
+    })
 }
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
@@ -139,7 +145,7 @@ pub(crate) fn with_named_ids(
 
 /// The page `plan` answers (`page` rows).
 fn answer(plan: &FindSql, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
-    let (sql, params, planned) = (&plan.sql, plan.params.values(), planning(plan));
+    let (sql, params, planned) = (&plan.sql, plan.params.values(), planning(plan, &ctx.space)?);
     Ok(match plan.layout {
         // The rows' element objects go into the envelope as the jsonb the
         // statement built (`exec::jsonb::Doc`).

@@ -26,6 +26,7 @@ mod find_walk;
 pub mod limits;
 pub mod merge;
 mod parsed;
+mod rare_predicates;
 pub mod search;
 pub mod store;
 pub mod targets;

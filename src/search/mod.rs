@@ -21,7 +21,7 @@ mod load;
 mod query;
 pub mod semantic;
 mod space_words;
-mod word_stats;
+pub(crate) mod word_stats;
 
 pub use query::{Hit, Mode, Query};
 

@@ -388,6 +388,7 @@ fn main() {
         );
     }
     governed_fixed_cost(&mut c);
+    rare_predicate(&mut c);
     primer_memory(&mut c);
     // Measured on a vacuumed memory, as autovacuum leaves one in steady use:
     // index-only scans then skip the heap. A space loaded in bulk into a
@@ -417,6 +418,45 @@ fn main() {
     c.batch_execute(&format!("SET kip.space = '{LARGE}'")).unwrap();
     let plan: String = c.query_one("SELECT kip_explain($1, '{}'::jsonb, true)", &[&LARGE_FIRST_PAGE]).unwrap().get(0);
     println!("\n===== kip_explain: {LARGE_FIRST_PAGE} over 1,000,000 Items =====\n{}", plan.split("-- plan\n").nth(1).unwrap_or(&plan));
+}
+
+/// A predicate with few links (the 29 `belongs_to_domain` links of the
+/// bootstrap) among the space's million, matched with no anchor: planned
+/// for its value (`engine::rare_predicates`), where the generic plan walked
+/// every link of the space in endpoint order. Against the hand-written
+/// statement with the predicate written in it; then its plan.
+fn rare_predicate(c: &mut Client) {
+    const KIP: &str = r#"FIND(?a.name, ?d.name) WHERE { (?a, "belongs_to_domain", ?d) } LIMIT 10"#;
+    let sql = c
+        .prepare(
+            "SELECT coalesce(jsonb_agg(jsonb_build_array(a.name, d.name) ORDER BY p.subject, p.object), '[]') FROM ( \
+               SELECT subject, object FROM kip.propositions WHERE space = $1 AND predicate = 'belongs_to_domain' \
+               ORDER BY subject, object LIMIT 10) p \
+             JOIN kip.concepts a ON a.id = p.subject JOIN kip.concepts d ON d.id = p.object",
+        )
+        .unwrap();
+    let kip_stmt = c.prepare("SELECT kip_execute($1::text, '{}'::jsonb)").unwrap();
+    let (mut tk, mut ts) = (Vec::new(), Vec::new());
+    for i in 0..RUNS + 3 {
+        let t = Instant::now();
+        let out: Value = c.query_one(&kip_stmt, &[&KIP]).unwrap().get(0);
+        let dk = t.elapsed();
+        assert_eq!(out["result"][0].as_array().map(Vec::len), Some(10), "{out}");
+        let t = Instant::now();
+        c.query_one(&sql, &[&SPACE]).unwrap();
+        let ds = t.elapsed();
+        if i >= 3 {
+            tk.push(dk);
+            ts.push(ds);
+        }
+    }
+    let (mk, ms) = (median(tk), median(ts));
+    println!(
+        "Rare predicate, no anchor (`{KIP}`, 29 of 1,000,028 links): {mk:.2?} (hand-written SQL {ms:.2?}, {:.2}x)",
+        mk.as_secs_f64() / ms.as_secs_f64().max(1e-9)
+    );
+    let plan: String = c.query_one("SELECT kip_explain($1, '{}'::jsonb, true)", &[&KIP]).unwrap().get(0);
+    println!("\n===== kip_explain: rare predicate, no anchor =====\n{}", plan.split("-- plan\n").nth(1).unwrap_or(&plan));
 }
 
 /// A type of a million members (space `kql_bench_million`, created on first

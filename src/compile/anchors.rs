@@ -1,0 +1,172 @@
+//! Which literal predicates a FIND may scan: those of its links that no
+//! named concept or literal id reaches.
+//!
+//! A link clause reached from an anchor (`{type, name}`, `{name}`, an id, or
+//! a variable bound to one, directly or through other links) is read by the
+//! endpoint indexes from that anchor: how many links its predicate has does
+//! not change the plan. A link clause no anchor reaches may be read by its
+//! predicate: through the `(space, predicate)` index, or, under an ORDER BY
+//! … LIMIT, by walking an endpoint index and keeping the predicate's links.
+//! Which is better depends on how many links the predicate has, which a
+//! generic plan does not know (`engine::find::planning` asks).
+//!
+//! Anchors spread through every block (OPTIONAL, NOT, UNION): the answer is
+//! a guide for planning, never for what the statement returns.
+
+use crate::compile::bound::lit;
+use kip_lang::ast::{ConceptSelector, Endpoint, HopRange, Predicate, PropPattern, Triple, WhereClause};
+use std::collections::HashSet;
+
+/// The literal predicates of the link clauses of `clauses` that no anchor
+/// reaches, each once, in order of appearance.
+pub(crate) fn scanned_predicates(clauses: &[WhereClause]) -> Vec<String> {
+    let mut links = Vec::new();
+    collect(clauses, &mut links);
+    let mut anchored: HashSet<&str> = HashSet::new();
+    named_variables(clauses, &mut anchored);
+    // Anchors spread along links until nothing changes (a chain of n links
+    // takes at most n rounds).
+    loop {
+        let before = anchored.len();
+        for link in &links {
+            if reached(link, &anchored) {
+                anchored.extend(link.variables());
+            }
+        }
+        if anchored.len() == before {
+            break;
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for link in links.iter().filter(|l| !reached(l, &anchored)) {
+        for name in link.predicates() {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// A link clause: its triple and the variable naming the link, if any.
+struct Link<'a> {
+    var: Option<&'a str>,
+    triple: &'a Triple,
+}
+
+impl<'a> Link<'a> {
+    /// The variables the link binds: its own and its endpoints'.
+    fn variables(&self) -> impl Iterator<Item = &'a str> + '_ {
+        let ends = [&self.triple.subject, &self.triple.object].into_iter().filter_map(|e| match e {
+            Endpoint::Var(v) => Some(v.as_str()),
+            _ => None,
+        });
+        self.var.into_iter().chain(ends)
+    }
+
+    /// The literal predicates a single link may be matched on (a walk of
+    /// more than one hop starts from an anchor of its own, `compile::hops`).
+    fn predicates(&self) -> Vec<String> {
+        let names: &[_] = match &self.triple.predicate {
+            Predicate::Literal(p) => std::slice::from_ref(p),
+            Predicate::Alternatives(ps) => ps,
+            Predicate::Hops { predicates, range } if *range == (HopRange { min: 1, max: Some(1) }) => predicates,
+            Predicate::Hops { .. } | Predicate::Var(_) => &[],
+        };
+        names.iter().filter_map(|p| lit(p).ok()).collect()
+    }
+}
+
+/// Whether an anchor reaches `link`: an endpoint that names its element, or
+/// an anchored variable.
+fn reached(link: &Link, anchored: &HashSet<&str>) -> bool {
+    let anchors = |e: &Endpoint| match e {
+        Endpoint::Var(v) => anchored.contains(v.as_str()),
+        Endpoint::Concept(sel) => names_its_concept(sel),
+        Endpoint::Id(_) => true,
+        Endpoint::Proposition(p) => matches!(p.as_ref(), PropPattern::Id(_)),
+    };
+    link.var.is_some_and(|v| anchored.contains(v)) || anchors(&link.triple.subject) || anchors(&link.triple.object)
+}
+
+/// A selector that picks its concept by name or id (not by type alone).
+fn names_its_concept(sel: &ConceptSelector) -> bool {
+    !matches!(sel, ConceptSelector::Type(_))
+}
+
+/// Variables of concept clauses that name their concept, in every block.
+fn named_variables<'a>(clauses: &'a [WhereClause], out: &mut HashSet<&'a str>) {
+    for c in clauses {
+        match c {
+            WhereClause::Concept { var, selector } if names_its_concept(selector) => {
+                out.insert(var.as_str());
+            }
+            WhereClause::Proposition { var: Some(v), pattern: PropPattern::Id(_) } => {
+                out.insert(v.as_str());
+            }
+            WhereClause::Optional(b) | WhereClause::Not(b) | WhereClause::Union(b) => named_variables(b, out),
+            _ => {}
+        }
+    }
+}
+
+/// Every link clause with a triple, nested ones included.
+fn collect<'a>(clauses: &'a [WhereClause], out: &mut Vec<Link<'a>>) {
+    for c in clauses {
+        match c {
+            WhereClause::Proposition { var, pattern: PropPattern::Triple(t) } => {
+                out.push(Link { var: var.as_deref(), triple: t });
+                nested(t, out);
+            }
+            WhereClause::Optional(b) | WhereClause::Not(b) | WhereClause::Union(b) => collect(b, out),
+            _ => {}
+        }
+    }
+}
+
+/// The link clauses written as endpoints of `t`.
+fn nested<'a>(t: &'a Triple, out: &mut Vec<Link<'a>>) {
+    for e in [&t.subject, &t.object] {
+        if let Endpoint::Proposition(p) = e {
+            if let PropPattern::Triple(inner) = p.as_ref() {
+                out.push(Link { var: None, triple: inner });
+                nested(inner, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scanned_predicates;
+    use kip_lang::ast::Command;
+
+    fn scanned(text: &str) -> Vec<String> {
+        let Command::Find(q) = kip_lang::parse(text).unwrap().commands.remove(0) else { panic!("not a FIND") };
+        scanned_predicates(&q.where_clauses)
+    }
+
+    #[test]
+    fn links_no_anchor_reaches_are_scanned() {
+        assert_eq!(scanned(r#"FIND(?a) WHERE { (?a, "prefers", ?b) }"#), ["prefers"]);
+        // A type is not an anchor.
+        assert_eq!(scanned(r#"FIND(?a) WHERE { ?b {type: "Domain"} (?a, "belongs_to_domain", ?b) }"#), ["belongs_to_domain"]);
+        assert_eq!(scanned(r#"FIND(?a) WHERE { (?a, "x" | "y", {type: "T"}) }"#), ["x", "y"]);
+        // Each name once.
+        assert_eq!(scanned(r#"FIND(?a) WHERE { (?a, "p", ?b) (?b, "p", ?c) }"#), ["p"]);
+    }
+
+    #[test]
+    fn anchors_spread_along_links() {
+        assert!(scanned(r#"FIND(?b) WHERE { ?a {type: "Person", name: "x"} (?a, "prefers", ?b) }"#).is_empty());
+        assert!(scanned(r#"FIND(?b) WHERE { (?a, "prefers", ?b) ?a {name: "x"} }"#).is_empty());
+        assert!(scanned(r#"FIND(?c) WHERE { (?a, "p", ?b) (?b, "q", ?c) (?c, "r", {id: "C:1"}) }"#).is_empty());
+        assert!(scanned(r#"FIND(?b) WHERE { ("C:1", "p", ?b) OPTIONAL { (?b, "q", ?c) } }"#).is_empty());
+        // Through a named link.
+        assert!(scanned(r#"FIND(?b) WHERE { ?l (id: "P:1:p") ?m (?l, "q", ?b) }"#).is_empty());
+        // A walk of several hops is not scanned by its predicate.
+        assert!(scanned(r#"FIND(?b) WHERE { (?a, "p"{1,3}, ?b) }"#).is_empty());
+        // A part no anchor reaches.
+        assert_eq!(scanned(r#"FIND(?b) WHERE { ("C:1", "p", ?b) (?x, "q", ?y) }"#), ["q"]);
+    }
+}

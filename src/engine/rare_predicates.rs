@@ -1,0 +1,98 @@
+//! Whether a predicate has few links in a space that holds many: a FIND
+//! that may scan that predicate's links (`compile::anchors`) is then
+//! planned for its values (`engine::find::planning`).
+//!
+//! A generic plan estimates `predicate = $n` at the table's average
+//! frequency of a predicate. Under an ORDER BY … LIMIT it then walked an
+//! endpoint index of the whole space and kept the predicate's links,
+//! expecting to meet them often; for a predicate with no links it read
+//! every link of the space (60 ms over a million links, 240 ms from disk),
+//! where the `(space, predicate)` index answers at once. A count of the
+//! predicate's links, bounded, tells the two apart; it is remembered per
+//! backend for a minute, so a FIND sent again pays a map lookup.
+
+use crate::exec::{spi, Access, SqlParam};
+use crate::search::word_stats;
+use kip_lang::KipError;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// A space with fewer links (estimated) is walked whole in a few ms at
+/// most: no predicate of it is worth a plan per call.
+const MIN_SPACE_LINKS: f64 = 20_000.0;
+/// A predicate is rare below this share of its space's links…
+const RARE_SHARE: f64 = 1.0 / 50.0;
+/// …and below this many links (the count reads at most this many entries).
+const MAX_RARE_LINKS: i64 = 20_000;
+/// How long a backend trusts a count: links come and go, but a predicate
+/// rarely crosses the bound between two statements.
+const TTL: Duration = Duration::from_secs(60);
+/// Entries kept per backend before the memo starts over.
+const MAX_ENTRIES: usize = 4_096;
+
+thread_local! {
+    /// (role, space, predicate) → (when counted, rare). Per role: under
+    /// row-level security a role counts the links it sees.
+    static MEMO: RefCell<HashMap<(u32, String, String), (Instant, bool)>> = RefCell::new(HashMap::new());
+}
+
+/// Whether any of `predicates` is rare in `space`.
+pub(crate) fn any_rare(space: &str, predicates: &[String]) -> Result<bool, KipError> {
+    for p in predicates {
+        if rare(space, p)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn rare(space: &str, predicate: &str) -> Result<bool, KipError> {
+    let role = u32::from(unsafe { pgrx::pg_sys::GetUserId() });
+    let key = (role, space.to_string(), predicate.to_string());
+    if let Some(rare) = MEMO.with(|m| m.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|&(_, r)| r)) {
+        return Ok(rare);
+    }
+    let links = word_stats::of("kip.propositions", Access::ReadOnly)?.space_rows(space);
+    let rare = match bound(links) {
+        None => false,
+        Some(bound) => count_up_to(space, predicate, bound)? < bound,
+    };
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= MAX_ENTRIES {
+            m.clear();
+        }
+        m.insert(key, (Instant::now(), rare));
+    });
+    Ok(rare)
+}
+
+/// The number of links under which a predicate of a space of `links`
+/// links is rare; `None` for a small space.
+fn bound(links: f64) -> Option<i64> {
+    (links >= MIN_SPACE_LINKS).then(|| ((links * RARE_SHARE) as i64).clamp(1, MAX_RARE_LINKS))
+}
+
+/// The predicate's links in the space, counted up to `limit`.
+fn count_up_to(space: &str, predicate: &str, limit: i64) -> Result<i64, KipError> {
+    let rows = spi::lookup(
+        "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 AND predicate = $2 LIMIT $3) t",
+        &[SqlParam::Text(space.into()), SqlParam::Text(predicate.into()), SqlParam::Int(limit)],
+        Access::ReadOnly,
+    )?;
+    Ok(rows.first().and_then(|r| r.first()).and_then(|v| v.as_i64()).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bound;
+
+    #[test]
+    fn only_a_large_space_has_rare_predicates() {
+        assert_eq!(bound(19_999.0), None);
+        assert_eq!(bound(20_000.0), Some(400));
+        assert_eq!(bound(1_000_000.0), Some(20_000));
+        assert_eq!(bound(50_000_000.0), Some(20_000));
+    }
+}
