@@ -2,7 +2,7 @@
 # Upgrade test: a database full of kip 0.1.0 memories survives
 # `ALTER EXTENSION kip UPDATE` unchanged, gets the new capsules, still dumps
 # and restores, and ends with the same SQL objects as a fresh install; and
-# databases of the later releases (0.2.0 to 0.10.0) likewise (step 4).
+# databases of the later releases (0.2.0 to 0.11.0) likewise (step 4).
 #
 #   1. install the 0.1.0 release script (sql/releases/) next to the current
 #      one; create a 0.1.0 database whose spaces are bootstrapped with the
@@ -12,7 +12,7 @@
 #      type in one space, an Event type an agent reworded in the other, and a
 #      third space whose Experience type cannot be merged;
 #   3. ALTER EXTENSION kip UPDATE (twice), use every space, and check;
-#   4. the same update from 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 0.9.0 and 0.10.0: memories unchanged,
+#   4. the same update from 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 0.9.0, 0.10.0 and 0.11.0: memories unchanged,
 #      schema = fresh install, history recorded afterwards.
 # Runs against the project's cluster (scripts/cluster.sh, ${KIP_PGPORT}).
 set -euo pipefail
@@ -215,10 +215,9 @@ if ! diff -u "$TMP/schema-fresh" "$TMP/schema-upgraded" > "$TMP/schema.diff"; th
 fi
 echo "schema of $OLD + update = schema of a fresh $NEW install ($(wc -l < "$TMP/schema-fresh") catalog lines)"
 
-# The later releases, 0.2.0 to 0.10.0 -> current: memories unchanged, the
+# The later releases, 0.2.0 to 0.11.0 -> current: memories unchanged, the
 # same schema as a fresh install, and the history at work afterwards.
-PREVIOUS=0.10.0
-for OLD2 in 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0; do
+for OLD2 in 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0 0.11.0; do
 DB2=kip_upgrade_test_${OLD2//./}
 if [ -w "$EXTDIR" ]; then install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"
 else sudo install -m 644 "sql/releases/kip--$OLD2.sql" "$EXTDIR/"; fi
@@ -241,9 +240,10 @@ for space in delta epsilon; do
   echo "$out" | grep -q '"result"' || fail "$OLD2 memories in $space: $out"
 done
 q $DB2 "SELECT kip_maintenance('*')" >/dev/null
-# The new library serves the previous release's schema until the update
-# (DESIGN §5): keyword search there reads that schema's word index.
-if [ "$OLD2" = "$PREVIOUS" ]; then
+# The new library serves the previous releases' schemas until the update
+# (DESIGN §5): keyword search there reads that schema's word index (0.10.0's
+# on search_text, 0.11.0's per space).
+if [ "$OLD2" = 0.10.0 ] || [ "$OLD2" = 0.11.0 ]; then
   out=$(kip2 epsilon 'SEARCH CONCEPT "green tea" MODE "keyword"')
   echo "$out" | grep -q '"name": "green tea"' || fail "keyword search on the $OLD2 schema with the new library: $out"
   echo "the new library searches the $OLD2 schema before the update"
