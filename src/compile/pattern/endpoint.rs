@@ -30,7 +30,11 @@ fn selector_conds(cx: &mut Cx, alias: &str, sel: &ConceptSelector) -> Result<Vec
             }
             conds
         }
-        ConceptSelector::Type(t) => vec![format!("{alias}.type = {}", cx.params.text(lit(t)?))],
+        ConceptSelector::Type(t) => {
+            let type_sql = cx.params.text(lit(t)?);
+            cx.type_scans.push((alias.to_string(), type_sql.clone()));
+            vec![format!("{alias}.type = {type_sql}")]
+        }
         ConceptSelector::Name(n) => vec![format!("{alias}.name = {}", cx.params.text(lit(n)?))],
     })
 }
