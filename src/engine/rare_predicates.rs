@@ -35,6 +35,9 @@ thread_local! {
     /// (role, space, predicate) → (when counted, rare). Per role: under
     /// row-level security a role counts the links it sees.
     static MEMO: RefCell<HashMap<(u32, String, String), (Instant, bool)>> = RefCell::new(HashMap::new());
+    /// (role, space) → (when counted, links): a role under row-level
+    /// security counts them (`space_links`), once for all its predicates.
+    static GOVERNED_SPACES: RefCell<HashMap<(u32, String), (Instant, f64)>> = RefCell::new(HashMap::new());
 }
 
 /// Whether any of `predicates` is rare in `space`.
@@ -48,13 +51,11 @@ pub(crate) fn any_rare(space: &str, predicates: &[String]) -> Result<bool, KipEr
 }
 
 fn rare(space: &str, predicate: &str) -> Result<bool, KipError> {
-    let role = u32::from(unsafe { pgrx::pg_sys::GetUserId() });
-    let key = (role, space.to_string(), predicate.to_string());
+    let key = (role(), space.to_string(), predicate.to_string());
     if let Some(rare) = MEMO.with(|m| m.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|&(_, r)| r)) {
         return Ok(rare);
     }
-    let links = word_stats::of("kip.propositions", Access::ReadOnly)?.space_rows(space);
-    let rare = match bound(links) {
+    let rare = match bound(space_links(space)?) {
         None => false,
         Some(bound) => count_up_to(space, predicate, bound)? < bound,
     };
@@ -66,6 +67,52 @@ fn rare(space: &str, predicate: &str) -> Result<bool, KipError> {
         m.insert(key, (Instant::now(), rare));
     });
     Ok(rare)
+}
+
+/// An estimate of the space's links: from the planner's statistics
+/// (`search::word_stats`). A role under row-level security may not read
+/// them, and `word_stats` would count every link it can see; it counts the
+/// space's links up to `MIN_SPACE_LINKS` instead, and takes a large space
+/// for the whole table (`pg_class.reltuples`), which errs towards planning
+/// for the values.
+fn space_links(space: &str) -> Result<f64, KipError> {
+    let rows = spi::lookup(
+        "SELECT row_security_active('kip.propositions'::regclass),
+                (SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'kip.propositions'::regclass)",
+        &[],
+        Access::ReadOnly,
+    )?;
+    let row = rows.first();
+    let governed = row.and_then(|r| r.first()).and_then(|v| v.as_bool()).unwrap_or(false);
+    if !governed {
+        return Ok(word_stats::of("kip.propositions", Access::ReadOnly)?.space_rows(space));
+    }
+    let key = (role(), space.to_string());
+    if let Some(links) = GOVERNED_SPACES.with(|m| m.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|&(_, n)| n)) {
+        return Ok(links);
+    }
+    let table = row.and_then(|r| r.get(1)).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let seen = spi::lookup(
+        "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2) t",
+        &[SqlParam::Text(space.into()), SqlParam::Int(MIN_SPACE_LINKS as i64)],
+        Access::ReadOnly,
+    )?;
+    let seen = seen.first().and_then(|r| r.first()).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let links = if seen < MIN_SPACE_LINKS { seen } else { table.max(seen) };
+    GOVERNED_SPACES.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= MAX_ENTRIES {
+            m.clear();
+        }
+        m.insert(key, (Instant::now(), links));
+    });
+    Ok(links)
+}
+
+/// The role whose view of the tables a count is: under row-level security
+/// each role counts the links it may see.
+fn role() -> u32 {
+    u32::from(unsafe { pgrx::pg_sys::GetUserId() })
 }
 
 /// The number of links under which a predicate of a space of `links`
