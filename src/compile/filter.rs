@@ -649,32 +649,11 @@ fn attribute_containment(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath
     let Some(Row::Concept(alias)) = access.row(cx, &path.var) else { return None };
     let objects: Vec<Json> = values.iter().map(|v| serde_json::json!({ key.clone(): v.clone() })).collect();
     cx.value_dependent = true;
-    let containment = match objects.as_slice() {
+    Some(match objects.as_slice() {
         [one] => format!("{alias}.attributes @> {}", cx.params.json(one.clone())),
         _ => {
             let p = cx.params.json(Json::Array(objects));
             format!("{alias}.attributes @> ANY (ARRAY(SELECT jsonb_array_elements({p})))")
         }
-    };
-    Some(match type_floor(cx, &alias) {
-        Some(floor) => format!("{containment} AND {floor}"),
-        None => containment,
     })
-}
-
-/// For a concepts row selected by type alone: `id >= ` the smallest id of
-/// the type's members in the space, read in the statement (one probe of
-/// the `(space, type, id)` index), true of every member. A statement with
-/// an attribute containment is planned for its values, and for a value
-/// common in the table the planner then walked the whole table's primary
-/// key in id order, which it costs as sequential, expecting the space's
-/// members to be spread through it; when they all came after the other
-/// spaces' rows it read 1.3 million rows for ten (235-435 ms). The floor
-/// starts that walk at the type's first member (0.04 ms).
-fn type_floor(cx: &Cx, alias: &str) -> Option<String> {
-    let (_, type_sql) = cx.type_scans.iter().find(|(a, _)| a == alias)?;
-    Some(format!(
-        "{alias}.id >= (SELECT min(f.id) FROM kip.concepts f WHERE f.space = {} AND f.type = {type_sql})",
-        cx.space_sql
-    ))
 }

@@ -30,11 +30,7 @@ fn selector_conds(cx: &mut Cx, alias: &str, sel: &ConceptSelector) -> Result<Vec
             }
             conds
         }
-        ConceptSelector::Type(t) => {
-            let type_sql = cx.params.text(lit(t)?);
-            cx.type_scans.push((alias.to_string(), type_sql.clone()));
-            vec![format!("{alias}.type = {type_sql}")]
-        }
+        ConceptSelector::Type(t) => vec![format!("{alias}.type = {}", cx.params.text(lit(t)?))],
         ConceptSelector::Name(n) => vec![format!("{alias}.name = {}", cx.params.text(lit(n)?))],
     })
 }

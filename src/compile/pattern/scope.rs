@@ -110,27 +110,13 @@ pub(crate) struct Cx<'a> {
     /// and under an ORDER BY … LIMIT it walked the type's `(space, type,
     /// id)` index past every member instead (`FindSql::plan_per_call`).
     pub value_dependent: bool,
-    /// The concepts rows selected by type alone (`{type: T}`): (alias,
-    /// placeholder of T). An attribute containment on such a row also says
-    /// where the type's members start (`filter::type_floor`).
-    pub type_scans: Vec<(String, String)>,
     next_alias: usize,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(env: Env<'a>, params: &'a mut Params) -> Cx<'a> {
         let space_sql = params.text(env.space);
-        Cx {
-            env,
-            space_sql,
-            params,
-            mandatory: true,
-            unverified_concept_ids: Default::default(),
-            carry_rows: false,
-            value_dependent: false,
-            type_scans: Vec::new(),
-            next_alias: 0,
-        }
+        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), carry_rows: false, value_dependent: false, next_alias: 0 }
     }
 
     /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
