@@ -115,15 +115,42 @@ CREATE TABLE kip.propositions (
     CONSTRAINT proposition_one_object  CHECK ((object_concept IS NULL) <> (object_link IS NULL)),
     CONSTRAINT propositions_space_id_key UNIQUE (space, id),
     CONSTRAINT proposition_subject_concept_fk FOREIGN KEY (space, subject_concept)
-        REFERENCES kip.concepts(space, id) ON DELETE CASCADE ON UPDATE CASCADE,
+        REFERENCES kip.concepts(space, id) ON DELETE CASCADE ON UPDATE CASCADE DEFERRABLE,
     CONSTRAINT proposition_object_concept_fk FOREIGN KEY (space, object_concept)
-        REFERENCES kip.concepts(space, id) ON DELETE CASCADE ON UPDATE CASCADE,
+        REFERENCES kip.concepts(space, id) ON DELETE CASCADE ON UPDATE CASCADE DEFERRABLE,
     CONSTRAINT proposition_subject_link_fk FOREIGN KEY (space, subject_link)
-        REFERENCES kip.propositions(space, id) ON DELETE CASCADE ON UPDATE CASCADE,
+        REFERENCES kip.propositions(space, id) ON DELETE CASCADE ON UPDATE CASCADE DEFERRABLE,
     CONSTRAINT proposition_object_link_fk FOREIGN KEY (space, object_link)
-        REFERENCES kip.propositions(space, id) ON DELETE CASCADE ON UPDATE CASCADE
+        REFERENCES kip.propositions(space, id) ON DELETE CASCADE ON UPDATE CASCADE DEFERRABLE
 );
 COMMENT ON TABLE kip.propositions IS 'KIP proposition links; external id P:<id>:<predicate>; endpoints may be propositions (higher-order)';
+
+-- Renaming a space (UPDATE kip.spaces SET name) cascades the new name to
+-- its concepts, and from each concept to its links, and from each link to
+-- the links about it, one element at a time. A link about a link, with a
+-- concept endpoint too, can be reached first from its concept: its key to
+-- the other link was then checked before that link had moved, and the
+-- rename failed (`tests/storage.rs`). The endpoint keys are DEFERRABLE
+-- (initially immediate: every other statement is checked as before), and a
+-- rename defers their checks to the end of its own statement, when every
+-- element has moved.
+CREATE FUNCTION kip.defer_endpoint_checks() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF TG_WHEN = 'BEFORE' THEN
+        SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
+                        kip.proposition_subject_link_fk, kip.proposition_object_link_fk DEFERRED;
+    ELSE
+        SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
+                        kip.proposition_subject_link_fk, kip.proposition_object_link_fk IMMEDIATE;
+    END IF;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION kip.defer_endpoint_checks() IS 'Checks the links'' endpoint keys at the end of a space rename (kip internal)';
+CREATE TRIGGER spaces_rename_begins BEFORE UPDATE OF name ON kip.spaces
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
+CREATE TRIGGER spaces_rename_ends AFTER UPDATE OF name ON kip.spaces
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
 
 -- Access paths the compiler emits: forward and reverse traversal by predicate,
 -- uniqueness of (s, p, o), lookups by name, and the cascade lookups of the
