@@ -435,28 +435,41 @@ fn rare_predicate(c: &mut Client) {
              JOIN kip.concepts a ON a.id = p.subject JOIN kip.concepts d ON d.id = p.object",
         )
         .unwrap();
-    let kip_stmt = c.prepare("SELECT kip_execute($1::text, '{}'::jsonb)").unwrap();
-    let (mut tk, mut ts) = (Vec::new(), Vec::new());
-    for i in 0..RUNS + 3 {
-        let t = Instant::now();
-        let out: Value = c.query_one(&kip_stmt, &[&KIP]).unwrap().get(0);
-        let dk = t.elapsed();
-        assert_eq!(out["result"][0].as_array().map(Vec::len), Some(10), "{out}");
-        let t = Instant::now();
-        c.query_one(&sql, &[&SPACE]).unwrap();
-        let ds = t.elapsed();
-        if i >= 3 {
-            tk.push(dk);
-            ts.push(ds);
-        }
-    }
-    let (mk, ms) = (median(tk), median(ts));
+    let (mk, ms) = time_against_sql(c, KIP, |out| out["result"][0].as_array().map(Vec::len) == Some(10), &sql, SPACE);
     println!(
         "Rare predicate, no anchor (`{KIP}`, 29 of 1,000,028 links): {mk:.2?} (hand-written SQL {ms:.2?}, {:.2}x)",
         mk.as_secs_f64() / ms.as_secs_f64().max(1e-9)
     );
     let plan: String = c.query_one("SELECT kip_explain($1, '{}'::jsonb, true)", &[&KIP]).unwrap().get(0);
     println!("\n===== kip_explain: rare predicate, no anchor =====\n{}", plan.split("-- plan\n").nth(1).unwrap_or(&plan));
+}
+
+/// Medians of `RUNS` pairs (after three untimed): the KIP command `kip`
+/// through `kip_execute`, each answer checked by `check`, then the
+/// prepared hand-written statement `sql` with the space `space` as `$1`.
+fn time_against_sql(
+    c: &mut Client,
+    kip: &str,
+    check: impl Fn(&Value) -> bool,
+    sql: &postgres::Statement,
+    space: &str,
+) -> (Duration, Duration) {
+    let kip_stmt = c.prepare("SELECT kip_execute($1::text, '{}'::jsonb)").unwrap();
+    let (mut tk, mut ts) = (Vec::new(), Vec::new());
+    for i in 0..RUNS + 3 {
+        let t = Instant::now();
+        let out: Value = c.query_one(&kip_stmt, &[&kip]).unwrap().get(0);
+        let dk = t.elapsed();
+        assert!(check(&out), "{kip}: {out}");
+        let t = Instant::now();
+        c.query_one(sql, &[&space]).unwrap();
+        let ds = t.elapsed();
+        if i >= 3 {
+            tk.push(dk);
+            ts.push(ds);
+        }
+    }
+    (median(tk), median(ts))
 }
 
 /// A type of a million members (space `kql_bench_million`, created on first
@@ -492,22 +505,8 @@ fn large_type(c: &mut Client) {
                SELECT c.id, c.name FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Item' ORDER BY c.id LIMIT 10) c",
         )
         .unwrap();
-    let first_page = LARGE_FIRST_PAGE;
-    let (mut tk, mut ts) = (Vec::new(), Vec::new());
-    for i in 0..RUNS + 3 {
-        let t = Instant::now();
-        let out: Value = c.query_one(&kip_stmt, &[&first_page, &json!({})]).unwrap().get(0);
-        let dk = t.elapsed();
-        assert_eq!(out["result"].as_array().map(Vec::len), Some(10), "{out}");
-        let t = Instant::now();
-        c.query_one(&sql, &[&LARGE]).unwrap();
-        let ds = t.elapsed();
-        if i >= 3 {
-            tk.push(dk);
-            ts.push(ds);
-        }
-    }
-    let (mk, ms) = (median(tk), median(ts));
+    let ten = |out: &Value| out["result"].as_array().map(Vec::len) == Some(10);
+    let (mk, ms) = time_against_sql(c, LARGE_FIRST_PAGE, ten, &sql, LARGE);
     println!(
         "\n`FIND(?x.name) WHERE {{ ?x {{type: \"Item\"}} }} LIMIT 10` over 1,000,000 Items: {mk:.2?} (hand-written SQL {ms:.2?}, {:.2}x)",
         mk.as_secs_f64() / ms.as_secs_f64().max(1e-9)
@@ -524,21 +523,7 @@ fn large_type(c: &mut Client) {
                AND c.attributes @> '{\"rank\": 5}' ORDER BY c.id LIMIT 10) c",
         )
         .unwrap();
-    let (mut tk, mut ts) = (Vec::new(), Vec::new());
-    for i in 0..RUNS + 3 {
-        let t = Instant::now();
-        let out: Value = c.query_one(&kip_stmt, &[&COMMON_VALUE, &json!({})]).unwrap().get(0);
-        let dk = t.elapsed();
-        assert_eq!(out["result"].as_array().map(Vec::len), Some(10), "{out}");
-        let t = Instant::now();
-        c.query_one(&sql, &[&LARGE]).unwrap();
-        let ds = t.elapsed();
-        if i >= 3 {
-            tk.push(dk);
-            ts.push(ds);
-        }
-    }
-    let (mk, ms) = (median(tk), median(ts));
+    let (mk, ms) = time_against_sql(c, COMMON_VALUE, ten, &sql, LARGE);
     println!(
         "`{COMMON_VALUE}` over 1,000,000 Items (1,000 hold it): {mk:.2?} (hand-written SQL {ms:.2?}, {:.2}x)",
         mk.as_secs_f64() / ms.as_secs_f64().max(1e-9)
