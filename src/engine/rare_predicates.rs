@@ -52,20 +52,14 @@ pub(crate) fn any_rare(space: &str, predicates: &[String]) -> Result<bool, KipEr
 
 fn rare(space: &str, predicate: &str) -> Result<bool, KipError> {
     let key = (role(), space.to_string(), predicate.to_string());
-    if let Some(rare) = MEMO.with(|m| m.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|&(_, r)| r)) {
+    if let Some(rare) = MEMO.with(|m| fresh(&m.borrow(), &key)) {
         return Ok(rare);
     }
     let rare = match bound(space_links(space)?) {
         None => false,
         Some(bound) => count_up_to(space, predicate, bound)? < bound,
     };
-    MEMO.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.len() >= MAX_ENTRIES {
-            m.clear();
-        }
-        m.insert(key, (Instant::now(), rare));
-    });
+    MEMO.with(|m| remember(&mut m.borrow_mut(), key, rare));
     Ok(rare)
 }
 
@@ -88,7 +82,7 @@ fn space_links(space: &str) -> Result<f64, KipError> {
         return Ok(word_stats::of("kip.propositions", Access::ReadOnly)?.space_rows(space));
     }
     let key = (role(), space.to_string());
-    if let Some(links) = GOVERNED_SPACES.with(|m| m.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|&(_, n)| n)) {
+    if let Some(links) = GOVERNED_SPACES.with(|m| fresh(&m.borrow(), &key)) {
         return Ok(links);
     }
     let table = row.and_then(|r| r.get(1)).and_then(|v| v.as_f64()).unwrap_or(0.0);
@@ -99,14 +93,21 @@ fn space_links(space: &str) -> Result<f64, KipError> {
     )?;
     let seen = seen.first().and_then(|r| r.first()).and_then(|v| v.as_f64()).unwrap_or(0.0);
     let links = if seen < MIN_SPACE_LINKS { seen } else { table.max(seen) };
-    GOVERNED_SPACES.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.len() >= MAX_ENTRIES {
-            m.clear();
-        }
-        m.insert(key, (Instant::now(), links));
-    });
+    GOVERNED_SPACES.with(|m| remember(&mut m.borrow_mut(), key, links));
     Ok(links)
+}
+
+/// A memo's value for `key`, unless older than `TTL`.
+fn fresh<K: std::hash::Hash + Eq, V: Copy>(memo: &HashMap<K, (Instant, V)>, key: &K) -> Option<V> {
+    memo.get(key).filter(|(at, _)| at.elapsed() < TTL).map(|&(_, v)| v)
+}
+
+/// Remember `value` for `key` (the memo starts over when full).
+fn remember<K: std::hash::Hash + Eq, V>(memo: &mut HashMap<K, (Instant, V)>, key: K, value: V) {
+    if memo.len() >= MAX_ENTRIES {
+        memo.clear();
+    }
+    memo.insert(key, (Instant::now(), value));
 }
 
 /// The role whose view of the tables a count is: under row-level security
