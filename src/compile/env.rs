@@ -59,6 +59,12 @@ pub struct Facts {
     /// concept, and how many links it has (a hub such as `$self`). Empty
     /// otherwise.
     pub named_ids: Vec<((String, String), i64)>,
+    /// The statement is compiled for a plan made for each call's values
+    /// (`FindSql::plan_per_call`; `compile::find::compile_find` compiles it
+    /// again with this set): its scans of a type in the mandatory pattern
+    /// name their space so that only the space's own indexes can give the
+    /// page its order (`pattern::endpoint::concept_clause`).
+    pub per_call: bool,
 }
 
 impl Facts {

@@ -17,10 +17,10 @@
 
 use crate::compile::distinct::{has_optional, has_union, solutions_are_distinct};
 use crate::compile::filter::unbound;
-use crate::compile::pattern::{compile_block, has_independent_parts, Cx, Scope, VarBinding, VarKind};
+use crate::compile::pattern::{compile_block, has_independent_parts, Carry, Cx, Scope, VarBinding, VarKind};
 use crate::compile::projection::{self, agg_inputs, agg_sql, json_sort, path_column, path_json, path_sort, Item, SolutionAccess};
 use crate::compile::Params;
-use crate::compile::env::Env;
+use crate::compile::env::{Env, Facts};
 use crate::compile::pattern::ground;
 use crate::compile::SqlParam;
 use kip_lang::ast::{DotPath, FindQuery, Projection, SortDirection};
@@ -190,7 +190,13 @@ fn check_bound(path: &DotPath, vars: &[VarBinding]) -> Result<(), KipError> {
 /// `FindSql::keyset`), for the `limit` rows after them; the SQL fetches one
 /// extra row so the caller knows whether more exist.
 pub(crate) fn compile_find(q: &FindQuery, env: Env, limit: u64, offset: u64, after: Option<&[i64]>) -> Result<FindSql, KipError> {
-    compile_page(q, env, limit, offset, after, None)
+    let plan = compile_page(q, env, limit, offset, after, None)?;
+    if !plan.plan_per_call || env.facts.per_call {
+        return Ok(plan);
+    }
+    // Planned for its values: compiled again for such a plan (`Facts::per_call`).
+    let facts = Facts { per_call: true, ..env.facts.clone() };
+    compile_page(q, Env { facts: &facts, ..env }, limit, offset, after, None)
 }
 
 /// Compile the page of an ordered walk whose solutions are those with the
@@ -462,7 +468,16 @@ fn plain_plan(
         // cost an index entry each, not a lookup each.
         let key_ids: Vec<String> = key_vars.iter().map(|v| format!("d.{}", v.column)).collect();
         let ord = if ord_needed { vec!["d.ord".to_string()] } else { vec![] };
-        let natural = order_clause(&[], &[ord, key_ids.clone()].concat());
+        // A first key variable whose space is written `= ANY` is ordered by
+        // its space too (one value: the same order), which only the space's
+        // own indexes give (`Cx::space_ordered`).
+        let space_key: Vec<String> = match key_vars.first() {
+            Some(v) if v.carried == Carry::Concept && !ord_needed && cx.space_ordered.contains(&v.name) => {
+                vec![format!("d.{}_space", v.column)]
+            }
+            _ => vec![],
+        };
+        let natural = order_clause(&[], &[ord, space_key, key_ids.clone()].concat());
         if streams {
             // Each row is the result columns, then (no ORDER BY keys
             // here) the key ids `t0…`, then `ord`.

@@ -295,6 +295,25 @@ fn only_a_statement_with_an_attribute_containment_is_planned_per_call() {
 }
 
 #[test]
+fn a_type_scan_planned_per_call_is_ordered_by_its_space_then_its_id() {
+    // Only the space's own indexes give that order, not the primary key.
+    let sql = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level == 3) } LIMIT 10"#, 10, 0).unwrap().sql;
+    assert!(sql.contains("c1.space = ANY(ARRAY[$1::text])"), "{sql}");
+    assert!(sql.contains("ORDER BY d.v_1_space ASC NULLS LAST, d.v_1 ASC NULLS LAST LIMIT"), "{sql}");
+    // On its generic plan, or in an optional part, as before.
+    let sql = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} FILTER(?x.attributes.level > 3) } LIMIT 10"#, 10, 0).unwrap().sql;
+    assert!(sql.contains("c1.space = $1::text") && !sql.contains("ANY(ARRAY["), "{sql}");
+    let sql = find(
+        r#"FIND(?x.name, ?y.name) WHERE { ?x {type: "Drug"} OPTIONAL { ?y {type: "Drug"} FILTER(?y.attributes.k == 1) } }"#,
+        10,
+        0,
+    )
+    .unwrap()
+    .sql;
+    assert!(sql.contains("c3.space = $1::text AND c3.type"), "{sql}");
+}
+
+#[test]
 fn filter_literals_fold_except_regular_expressions() {
     let (sql, _) = pattern(r#"?x {type: "Drug"} FILTER(CONTAINS("abc", "b"))"#, &facts()).unwrap();
     assert!(sql.contains("(true)"), "{sql}");

@@ -512,9 +512,10 @@ fn large_type(c: &mut Client) {
         mk.as_secs_f64() / ms.as_secs_f64().max(1e-9)
     );
     // A value a thousandth of the Items hold, under LIMIT 10: planned for
-    // its value, the statement may walk the table's primary key from its
-    // start, through the other spaces' rows, as the hand-written one does
-    // (DESIGN §7, "Planning of a FIND").
+    // its value and ordered by space and id, the statement walks the
+    // space's own index; the hand-written one walks the table's primary key
+    // from its start, through the other spaces' rows (DESIGN §7, "Planning
+    // of a FIND").
     const COMMON_VALUE: &str = r#"FIND(?x.name) WHERE { ?x {type: "Item"} FILTER(?x.attributes.rank == 5) } LIMIT 10"#;
     let sql = c
         .prepare(

@@ -110,13 +110,27 @@ pub(crate) struct Cx<'a> {
     /// and under an ORDER BY … LIMIT it walked the type's `(space, type,
     /// id)` index past every member instead (`FindSql::plan_per_call`).
     pub value_dependent: bool,
+    /// The variables of the mandatory pattern bound by a scan of a type
+    /// whose space is written `= ANY` (`Facts::per_call`): the page orders
+    /// each by its space, then its id.
+    pub space_ordered: Vec<String>,
     next_alias: usize,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(env: Env<'a>, params: &'a mut Params) -> Cx<'a> {
         let space_sql = params.text(env.space);
-        Cx { env, space_sql, params, mandatory: true, unverified_concept_ids: Default::default(), carry_rows: false, value_dependent: false, next_alias: 0 }
+        Cx {
+            env,
+            space_sql,
+            params,
+            mandatory: true,
+            unverified_concept_ids: Default::default(),
+            carry_rows: false,
+            value_dependent: false,
+            space_ordered: Vec::new(),
+            next_alias: 0,
+        }
     }
 
     /// Run `f` with `mandatory` switched off (the body of OPTIONAL / NOT / UNION).
