@@ -687,6 +687,30 @@ fn attribute_equality_is_served_by_the_attributes_index_without_jit() {
     c.execute("SELECT kip_drop_space($1)", &[&space]).unwrap();
 }
 
+/// A FIND planned for its values (an attribute equality) orders a scan of
+/// a type by space and id, so that no plan walks the whole table's primary
+/// key looking for the space's rows: with a value common in the table, the
+/// planner took that walk, through every other space's rows first.
+#[test]
+fn a_common_value_is_not_looked_for_along_the_whole_table() {
+    let mut c = space_with(&[TYPES]);
+    let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    c.execute(
+        "INSERT INTO kip.concepts (space, type, name, attributes) \
+         SELECT $1, 'Node', 'common' || g, '{\"kind\": \"common\"}' FROM generate_series(1, 3000) g",
+        &[&space],
+    )
+    .unwrap();
+    c.batch_execute("ANALYZE kip.concepts").unwrap();
+    let q = r#"FIND(?n.name) WHERE { ?n {type: "Node"} FILTER(?n.attributes.kind == "common") } LIMIT 5"#;
+    assert_eq!(find(&mut c, q).as_array().map(Vec::len), Some(5));
+    let text: String = c.query_one("SELECT kip_explain($1, '{}'::jsonb, true)", &[&q]).unwrap().get(0);
+    let plan = text.split("-- plan\n").nth(1).unwrap_or_default();
+    assert!(!plan.contains("concepts_pkey on concepts c1"), "{text}");
+    assert!(text.contains("c1.space = ANY(ARRAY[$1::text])"), "{text}");
+    c.execute("SELECT kip_drop_space($1)", &[&space]).unwrap();
+}
+
 /// Conditions only a set `metadata.expires_at` passes also ask the stored
 /// `expires_at` column, which the partial `*_expiring_idx` indexes serve:
 /// the answers are those of the conditions alone, on concepts and links.
