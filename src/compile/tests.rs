@@ -229,13 +229,17 @@ fn attribute_equality_and_in_add_an_indexable_containment() {
 
 #[test]
 fn a_grouped_page_reads_group_values_from_the_rows_its_solutions_carry() {
-    // ?d's row is the concept clause's own: its name comes with each
-    // solution instead of a lookup by id per solution.
-    let sql = find(r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Domain"} OPTIONAL { (?n, "belongs_to_domain", ?d) } }"#, 10, 0)
-        .unwrap()
-        .sql;
-    assert!(sql.contains("c1.name AS v_1_name"), "{sql}");
-    assert!(sql.contains("s.v_1_name AS name"), "{sql}");
+    // ?d's row is the concept clause's own: its description comes with
+    // each solution instead of a lookup by id per solution.
+    let sql = find(
+        r#"FIND(?d.attributes.description, COUNT(?n)) WHERE { ?d {type: "Domain"} OPTIONAL { (?n, "belongs_to_domain", ?d) } }"#,
+        10,
+        0,
+    )
+    .unwrap()
+    .sql;
+    assert!(sql.contains("c1.attributes AS v_1_attributes"), "{sql}");
+    assert!(sql.contains("s.v_1_attributes AS attributes"), "{sql}");
     assert!(!sql.contains("JOIN kip.concepts"), "{sql}");
     // A variable bound inside OPTIONAL carries nothing: its row is still
     // looked up.
@@ -243,6 +247,47 @@ fn a_grouped_page_reads_group_values_from_the_rows_its_solutions_carry() {
         .unwrap()
         .sql;
     assert!(sql.contains("JOIN kip.concepts"), "{sql}");
+}
+
+#[test]
+fn a_group_of_one_element_is_keyed_by_its_id() {
+    // A name unique within the type its clause fixes: grouped by the id,
+    // the name read once per group.
+    let sql = find(r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Domain"} OPTIONAL { (?n, "belongs_to_domain", ?d) } }"#, 10, 0)
+        .unwrap()
+        .sql;
+    assert!(sql.contains("coalesce(s.v_1, 0) AS gk"), "{sql}");
+    assert!(sql.contains("GROUP BY t.gk)") && !sql.contains("jsonb_build_array"), "{sql}");
+    assert!(sql.contains("r.id = grp.i0") || sql.contains(".id = grp.i0"), "{sql}");
+    // Each (domain, member) is one solution: counted without a DISTINCT,
+    // in the grouping itself.
+    assert!(sql.contains("FROM (SELECT gk, ord, i0, ak1 AS k, ax1 AS x FROM b) t GROUP BY t.gk)"), "{sql}");
+    assert!(sql.contains("a1 AS (SELECT gk, val FROM grp)"), "{sql}");
+    // A member counted through two links to one domain needs the DISTINCT.
+    let sql = find(
+        r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Domain"} (?n, "belongs_to_domain" | "mentions", ?d) }"#,
+        10,
+        0,
+    )
+    .unwrap()
+    .sql;
+    assert!(sql.contains("FROM (SELECT DISTINCT gk, ak1 AS k"), "{sql}");
+    // The element itself, or its id.
+    for find_expr in ["?d", "?d.id"] {
+        let q = format!(r#"FIND({find_expr}, COUNT(?n)) WHERE {{ ?d {{type: "Domain"}} (?n, "belongs_to_domain", ?d) }}"#);
+        assert!(find(&q, 10, 0).unwrap().sql.contains("AS gk"), "{q}");
+        assert!(!find(&q, 10, 0).unwrap().sql.contains("jsonb_build_array(to_jsonb"), "{q}");
+    }
+    // Not by the id when two elements may share the values: a name whose
+    // type no clause fixes, an attribute, or paths of two variables.
+    for q in [
+        r#"FIND(?d.name, COUNT(?n)) WHERE { (?n, "belongs_to_domain", ?d) }"#,
+        r#"FIND(?d.attributes.k, COUNT(?n)) WHERE { ?d {type: "Domain"} (?n, "belongs_to_domain", ?d) }"#,
+        r#"FIND(?d.name, ?e.name, COUNT(?n)) WHERE { ?d {type: "Domain"} ?e {type: "Domain"} (?n, "belongs_to_domain", ?d) (?n, "belongs_to_domain", ?e) }"#,
+    ] {
+        let sql = find(q, 10, 0).unwrap().sql;
+        assert!(sql.contains("jsonb_build_array("), "{q}: {sql}");
+    }
 }
 
 #[test]
