@@ -263,6 +263,50 @@ fn filter_compares_json_types_strictly() {
     assert_eq!(err_code(&r), "KIP_1001");
 }
 
+/// Groups keyed by an element's id (DESIGN §7 "Keyed groups") answer as
+/// groups of values: an empty group counts 0, an unbound group variable is
+/// one group of its own (null, last in first-appearance order), a member
+/// reached twice is counted once, and several aggregations each read
+/// their own inputs.
+#[test]
+fn groups_keyed_by_an_element_answer_as_groups_of_values() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?d1 { {type: "Area", name: "D1"} }
+          CONCEPT ?d2 { {type: "Area", name: "D2"} }
+          CONCEPT ?d3 { {type: "Area", name: "D3"} }
+          CONCEPT ?a { {type: "Node", name: "a"} SET ATTRIBUTES { v: 1 } SET PROPOSITIONS { ("in_area", ?d1) ("next", ?d1) } }
+          CONCEPT ?b { {type: "Node", name: "b"} SET ATTRIBUTES { v: 3 } SET PROPOSITIONS { ("in_area", ?d1) } }
+          CONCEPT ?x { {type: "Node", name: "x"} SET ATTRIBUTES { v: 5 } SET PROPOSITIONS { ("in_area", ?d2) } }
+          CONCEPT ?y { {type: "Node", name: "y"} SET ATTRIBUTES { v: 7 } }
+        }"#,
+    ]);
+    let r = find(&mut c, r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Area"} OPTIONAL { (?n, "in_area", ?d) } } ORDER BY ?d.name"#);
+    assert_eq!(r, json!([["D1", "D2", "D3"], [2, 1, 0]]));
+    let r = find(&mut c, r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Area"} OPTIONAL { (?n, "in_area", ?d) } } ORDER BY COUNT(?n) DESC"#);
+    assert_eq!(r, json!([["D1", "D2", "D3"], [2, 1, 0]]));
+    // Reached by two predicates, `a` is one member of D1.
+    let r = find(&mut c, r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Area"} (?n, "in_area" | "next", ?d) } ORDER BY ?d.name"#);
+    assert_eq!(r, json!([["D1", "D2"], [2, 1]]));
+    // Two aggregations over the same groups.
+    let r = find(
+        &mut c,
+        r#"FIND(?d.name, COUNT(?n), SUM(?n.attributes.v)) WHERE { ?d {type: "Area"} (?n, "in_area", ?d) } ORDER BY ?d.name"#,
+    );
+    assert_eq!(r, json!([["D1", "D2"], [2, 1], [4, 5]]));
+    // The group variable unbound for `y`: one null group.
+    let r = find(&mut c, r#"FIND(?d.id, COUNT(?n)) WHERE { ?n {type: "Node"} OPTIONAL { (?n, "in_area", ?d) } }"#);
+    let ids = r[0].as_array().unwrap();
+    assert_eq!(ids.len(), 3, "{r}");
+    assert_eq!(ids[2], json!(null), "{r}");
+    assert_eq!(r[1], json!([2, 1, 1]), "{r}");
+    // By the whole element.
+    let r = find(&mut c, r#"FIND(?d, COUNT(?n)) WHERE { ?d {type: "Area", name: "D1"} (?n, "in_area", ?d) }"#);
+    assert_eq!(r[0][0]["name"], json!("D1"), "{r}");
+    assert_eq!(r[1], json!([2]), "{r}");
+}
+
 #[test]
 fn aggregation_groups_and_counts_optional_misses_as_zero() {
     let mut c = space_with(&[
