@@ -157,7 +157,12 @@ CREATE TRIGGER spaces_rename_ends AFTER UPDATE OF name ON kip.spaces
 -- foreign keys (partial: each endpoint column is null half of the time).
 CREATE UNIQUE INDEX propositions_spo_key ON kip.propositions (space, subject, predicate, object);
 CREATE INDEX propositions_ops_idx ON kip.propositions (space, object, predicate, subject);
-CREATE INDEX propositions_predicate_idx ON kip.propositions (space, predicate);
+-- A predicate's links with both their endpoints, so that a scan of them
+-- needs no heap: without the endpoints, the planner read a predicate's links
+-- (a NOT block's anti-join, a predicate scanned with no anchor) from the
+-- (space, subject, predicate, object) key instead, every link of the space
+-- (24 ms over a million links for a predicate with none).
+CREATE INDEX propositions_predicate_idx ON kip.propositions (space, predicate) INCLUDE (subject, object);
 CREATE INDEX propositions_subject_concept_idx ON kip.propositions (subject_concept) WHERE subject_concept IS NOT NULL;
 CREATE INDEX propositions_object_concept_idx ON kip.propositions (object_concept) WHERE object_concept IS NOT NULL;
 CREATE INDEX propositions_subject_link_idx ON kip.propositions (subject_link) WHERE subject_link IS NOT NULL;
