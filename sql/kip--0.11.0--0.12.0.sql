@@ -7,7 +7,7 @@
 -- by the next ANALYZE of kip.propositions (autovacuum's or an explicit one).
 CREATE STATISTICS kip.propositions_space_predicate (mcv) ON space, predicate FROM kip.propositions;
 
--- A space rename checks the links' endpoint keys at the end of its statement
+-- A space rename checks the links' endpoint keys at the end of its transaction
 -- (see sql/schema.sql): a link about a link, with a concept endpoint too,
 -- could be moved from its concept before the link it names, and the rename
 -- failed on its key. The keys become DEFERRABLE, initially immediate.
@@ -18,19 +18,12 @@ ALTER TABLE kip.propositions ALTER CONSTRAINT proposition_object_link_fk DEFERRA
 CREATE FUNCTION kip.defer_endpoint_checks() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF TG_WHEN = 'BEFORE' THEN
-        SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
-                        kip.proposition_subject_link_fk, kip.proposition_object_link_fk DEFERRED;
-    ELSE
-        SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
-                        kip.proposition_subject_link_fk, kip.proposition_object_link_fk IMMEDIATE;
-    END IF;
+    SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
+                    kip.proposition_subject_link_fk, kip.proposition_object_link_fk DEFERRED;
     RETURN NULL;
 END $$;
-COMMENT ON FUNCTION kip.defer_endpoint_checks() IS 'Checks the links'' endpoint keys at the end of a space rename (kip internal)';
-CREATE TRIGGER spaces_rename_begins BEFORE UPDATE OF name ON kip.spaces
-    FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
-CREATE TRIGGER spaces_rename_ends AFTER UPDATE OF name ON kip.spaces
+COMMENT ON FUNCTION kip.defer_endpoint_checks() IS 'Checks the links'' endpoint keys at the end of the transaction of a space rename (kip internal)';
+CREATE TRIGGER spaces_rename_defers_endpoint_checks BEFORE UPDATE OF name ON kip.spaces
     FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
 
 -- The predicate index carries both endpoints (see sql/schema.sql), so that a

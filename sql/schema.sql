@@ -131,25 +131,20 @@ COMMENT ON TABLE kip.propositions IS 'KIP proposition links; external id P:<id>:
 -- concept endpoint too, can be reached first from its concept: its key to
 -- the other link was then checked before that link had moved, and the
 -- rename failed (`tests/storage.rs`). The endpoint keys are DEFERRABLE
--- (initially immediate: every other statement is checked as before), and a
--- rename defers their checks to the end of its own statement, when every
--- element has moved.
+-- (initially immediate: every other transaction is checked as before), and
+-- a rename defers their checks to the end of its transaction, when every
+-- element has moved. (Checking them again at the end of the rename's own
+-- statement, from an AFTER statement trigger, ran before the cascades had
+-- finished.)
 CREATE FUNCTION kip.defer_endpoint_checks() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF TG_WHEN = 'BEFORE' THEN
-        SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
-                        kip.proposition_subject_link_fk, kip.proposition_object_link_fk DEFERRED;
-    ELSE
-        SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
-                        kip.proposition_subject_link_fk, kip.proposition_object_link_fk IMMEDIATE;
-    END IF;
+    SET CONSTRAINTS kip.proposition_subject_concept_fk, kip.proposition_object_concept_fk,
+                    kip.proposition_subject_link_fk, kip.proposition_object_link_fk DEFERRED;
     RETURN NULL;
 END $$;
-COMMENT ON FUNCTION kip.defer_endpoint_checks() IS 'Checks the links'' endpoint keys at the end of a space rename (kip internal)';
-CREATE TRIGGER spaces_rename_begins BEFORE UPDATE OF name ON kip.spaces
-    FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
-CREATE TRIGGER spaces_rename_ends AFTER UPDATE OF name ON kip.spaces
+COMMENT ON FUNCTION kip.defer_endpoint_checks() IS 'Checks the links'' endpoint keys at the end of the transaction of a space rename (kip internal)';
+CREATE TRIGGER spaces_rename_defers_endpoint_checks BEFORE UPDATE OF name ON kip.spaces
     FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
 
 -- Access paths the compiler emits: forward and reverse traversal by predicate,

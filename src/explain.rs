@@ -60,8 +60,15 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
     for (i, p) in plan.params.values().iter().enumerate() {
         out.push_str(&format!("${} = {}\n", i + 1, param_text(p)));
     }
+    let planning = engine::find::planning(&plan, &space)?;
+    // Which plan it is: the statement's generic plan, made once per
+    // statement shape and backend, or one made for this call's values.
+    out.push_str(match planning {
+        spi::Planning::Custom => "-- planning: for this call's values\n",
+        _ => "-- planning: generic (once per statement shape)\n",
+    });
     out.push_str("-- plan\n");
-    out.push_str(&spi::explain(&plan.sql, plan.params.values(), engine::find::planning(&plan, &space)?, analyze)?);
+    out.push_str(&spi::explain(&plan.sql, plan.params.values(), planning, analyze)?);
     Ok(out)
 }
 

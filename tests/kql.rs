@@ -862,6 +862,11 @@ fn a_rare_predicate_of_a_large_space_is_planned_for_its_value() {
     assert_eq!(find(&mut c, rare), json!([["R0", "R1"], ["R1", "R2"]]));
     let text = plan(&mut c, rare);
     assert!(text.contains("'alt'"), "{text}");
+    // kip_explain says which plan it shows.
+    let whole: String = c.query_one("SELECT kip_explain($1)", &[&rare]).unwrap().get(0);
+    assert!(whole.contains("-- planning: for this call's values\n-- plan\n"), "{whole}");
+    let whole: String = c.query_one("SELECT kip_explain($1)", &[&r#"FIND(?a.name) WHERE { (?a, "next", ?b) } LIMIT 1"#]).unwrap().get(0);
+    assert!(whole.contains("-- planning: generic"), "{whole}");
     // A predicate with no link at all.
     let text = plan(&mut c, r#"FIND(COUNT(?a)) WHERE { (?a, "in_area", ?b) }"#);
     assert!(text.contains("'in_area'"), "{text}");

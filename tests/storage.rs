@@ -173,8 +173,8 @@ fn versions_and_timestamps_are_maintained_by_the_database() {
 /// A rename moves the elements one at a time, in an order the planner and
 /// the table's layout choose: a link about a link, with a concept endpoint
 /// too, may move before the link it names. Both orders rename (the endpoint
-/// keys are checked at the end of the rename), a dangling key is still
-/// refused at once outside a rename, and one left by a rename would be too.
+/// keys are checked when the rename's transaction commits), and a dangling
+/// key is still refused at once outside a rename.
 #[test]
 fn a_rename_moves_links_about_links_in_either_order() {
     for concept_first in [true, false] {
