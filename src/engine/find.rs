@@ -139,7 +139,9 @@ pub(crate) fn with_named_ids(
     if ids.is_empty() {
         return Ok(None);
     }
-    let facts = crate::compile::env::Facts { named_ids: ids, ..env.facts.clone() };
+    // Compiled for its plan at once (`Facts::per_call`): `plan` is planned
+    // for its values, so `compile_find` would find that out and compile again.
+    let facts = crate::compile::env::Facts { named_ids: ids, per_call: true, ..env.facts.clone() };
     Ok(Some(compile_find(q, Env { facts: &facts, ..env }, limit, offset, after)?))
 }
 

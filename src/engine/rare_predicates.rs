@@ -35,9 +35,9 @@ thread_local! {
     /// (role, space, predicate) → (when counted, rare). Per role: under
     /// row-level security a role counts the links it sees.
     static MEMO: RefCell<HashMap<(u32, String, String), (Instant, bool)>> = RefCell::new(HashMap::new());
-    /// (role, space) → (when counted, links): a role under row-level
-    /// security counts them (`space_links`), once for all its predicates.
-    static GOVERNED_SPACES: RefCell<HashMap<(u32, String), (Instant, f64)>> = RefCell::new(HashMap::new());
+    /// (role, space) → (when estimated, links), for all its predicates
+    /// (`space_links`).
+    static SPACE_LINKS: RefCell<HashMap<(u32, String), (Instant, f64)>> = RefCell::new(HashMap::new());
 }
 
 /// Whether any of `predicates` is rare in `space`.
@@ -57,7 +57,7 @@ fn rare(space: &str, predicate: &str) -> Result<bool, KipError> {
     }
     let rare = match bound(space_links(space)?) {
         None => false,
-        Some(bound) => count_up_to(space, predicate, bound)? < bound,
+        Some(bound) => count_links_up_to(space, Some(predicate), bound)? < bound,
     };
     MEMO.with(|m| remember(&mut m.borrow_mut(), key, rare));
     Ok(rare)
@@ -68,8 +68,12 @@ fn rare(space: &str, predicate: &str) -> Result<bool, KipError> {
 /// them, and `word_stats` would count every link it can see; it counts the
 /// space's links up to `MIN_SPACE_LINKS` instead, and takes a large space
 /// for the whole table (`pg_class.reltuples`), which errs towards planning
-/// for the values.
+/// for the values. Remembered per role and space for all its predicates.
 fn space_links(space: &str) -> Result<f64, KipError> {
+    let key = (role(), space.to_string());
+    if let Some(links) = SPACE_LINKS.with(|m| fresh(&m.borrow(), &key)) {
+        return Ok(links);
+    }
     let rows = spi::lookup(
         "SELECT row_security_active('kip.propositions'::regclass),
                 (SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'kip.propositions'::regclass)",
@@ -78,22 +82,14 @@ fn space_links(space: &str) -> Result<f64, KipError> {
     )?;
     let row = rows.first();
     let governed = row.and_then(|r| r.first()).and_then(|v| v.as_bool()).unwrap_or(false);
-    if !governed {
-        return Ok(word_stats::of("kip.propositions", Access::ReadOnly)?.space_rows(space));
-    }
-    let key = (role(), space.to_string());
-    if let Some(links) = GOVERNED_SPACES.with(|m| fresh(&m.borrow(), &key)) {
-        return Ok(links);
-    }
-    let table = row.and_then(|r| r.get(1)).and_then(|v| v.as_f64()).unwrap_or(0.0);
-    let seen = spi::lookup(
-        "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2) t",
-        &[SqlParam::Text(space.into()), SqlParam::Int(MIN_SPACE_LINKS as i64)],
-        Access::ReadOnly,
-    )?;
-    let seen = seen.first().and_then(|r| r.first()).and_then(|v| v.as_f64()).unwrap_or(0.0);
-    let links = if seen < MIN_SPACE_LINKS { seen } else { table.max(seen) };
-    GOVERNED_SPACES.with(|m| remember(&mut m.borrow_mut(), key, links));
+    let links = if governed {
+        let table = row.and_then(|r| r.get(1)).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let seen = count_links_up_to(space, None, MIN_SPACE_LINKS as i64)? as f64;
+        if seen < MIN_SPACE_LINKS { seen } else { table.max(seen) }
+    } else {
+        word_stats::of("kip.propositions", Access::ReadOnly)?.space_rows(space)
+    };
+    SPACE_LINKS.with(|m| remember(&mut m.borrow_mut(), key, links));
     Ok(links)
 }
 
@@ -122,13 +118,20 @@ fn bound(links: f64) -> Option<i64> {
     (links >= MIN_SPACE_LINKS).then(|| ((links * RARE_SHARE) as i64).clamp(1, MAX_RARE_LINKS))
 }
 
-/// The predicate's links in the space, counted up to `limit`.
-fn count_up_to(space: &str, predicate: &str, limit: i64) -> Result<i64, KipError> {
-    let rows = spi::lookup(
-        "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 AND predicate = $2 LIMIT $3) t",
-        &[SqlParam::Text(space.into()), SqlParam::Text(predicate.into()), SqlParam::Int(limit)],
-        Access::ReadOnly,
-    )?;
+/// The space's links (of `predicate`, when given), counted up to `limit`.
+fn count_links_up_to(space: &str, predicate: Option<&str>, limit: i64) -> Result<i64, KipError> {
+    let rows = match predicate {
+        Some(predicate) => spi::lookup(
+            "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 AND predicate = $2 LIMIT $3) t",
+            &[SqlParam::Text(space.into()), SqlParam::Text(predicate.into()), SqlParam::Int(limit)],
+            Access::ReadOnly,
+        )?,
+        None => spi::lookup(
+            "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2) t",
+            &[SqlParam::Text(space.into()), SqlParam::Int(limit)],
+            Access::ReadOnly,
+        )?,
+    };
     Ok(rows.first().and_then(|r| r.first()).and_then(|v| v.as_i64()).unwrap_or(0))
 }
 

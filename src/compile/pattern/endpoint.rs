@@ -37,9 +37,19 @@ fn selector_conds(cx: &mut Cx, alias: &str, sel: &ConceptSelector) -> Result<Vec
 
 /// A new `kip.concepts` item restricted to the space.
 fn concepts_item(b: &mut Builder, cx: &mut Cx) -> String {
+    concepts_item_in(b, cx, false)
+}
+
+/// [`concepts_item`], its space written `= ANY` of itself when
+/// `ordered_by_space` (see `concept_clause`).
+fn concepts_item_in(b: &mut Builder, cx: &mut Cx, ordered_by_space: bool) -> String {
     let a = cx.alias("c");
     b.inner(format!("kip.concepts {a}"));
-    b.cond(format!("{a}.space = {}", cx.space_sql));
+    if ordered_by_space {
+        b.cond(format!("{a}.space = ANY(ARRAY[{}])", cx.space_sql));
+    } else {
+        b.cond(format!("{a}.space = {}", cx.space_sql));
+    }
     a
 }
 
@@ -64,7 +74,7 @@ pub(super) fn concept_clause(b: &mut Builder, cx: &mut Cx, var: &str, sel: &Conc
             b.set_var(var, Var { kind: VarKind::Concept, row: Some(Row::Concept(a)), row_owner: owner, ..v });
             Ok(())
         }
-        None if matches!(sel, ConceptSelector::Type(_)) && cx.env.facts.per_call && cx.mandatory => {
+        None => {
             // A scan of a type, in a statement planned for its values: its
             // space is named as `= ANY` of itself, which makes no
             // equivalence of the space with a constant, and the page orders
@@ -77,20 +87,13 @@ pub(super) fn concept_clause(b: &mut Builder, cx: &mut Cx, var: &str, sel: &Conc
             // every other space's rows, `?e {type: "Event"}
             // FILTER(?e.attributes.event_class == "Conversation") LIMIT 10`
             // read 1.3 million rows for ten.
-            let a = cx.alias("c");
-            b.inner(format!("kip.concepts {a}"));
-            b.cond(format!("{a}.space = ANY(ARRAY[{}])", cx.space_sql));
+            let ordered_by_space = matches!(sel, ConceptSelector::Type(_)) && cx.env.facts.per_call && cx.mandatory;
+            let a = concepts_item_in(b, cx, ordered_by_space);
             for c in selector_conds(cx, &a, sel)? {
                 b.cond(c);
             }
-            cx.space_ordered.push(var.to_string());
-            b.bind_new(var, VarKind::Concept, format!("{a}.id"), Some(Row::Concept(a)));
-            Ok(())
-        }
-        None => {
-            let a = concepts_item(b, cx);
-            for c in selector_conds(cx, &a, sel)? {
-                b.cond(c);
+            if ordered_by_space {
+                cx.space_ordered.push(var.to_string());
             }
             b.bind_new(var, VarKind::Concept, format!("{a}.id"), Some(Row::Concept(a)));
             Ok(())
