@@ -1010,3 +1010,61 @@ fn hop_walks_over_predicate_alternatives() {
     assert_eq!(code(&mut c, &q(r#"?p | "alt"{1,3}"#)), "KIP_1001");
     assert_eq!(code(&mut c, &q(r#""next"{1,2} | "alt""#)), "KIP_1001");
 }
+
+/// A FIND text sent again with other values goes straight to the template
+/// its first call left (`engine::templates::direct`): it answers as the
+/// whole way does (a text sent once, padded with spaces to be new), reports
+/// the same errors for parameters that are missing, of another kind or that
+/// name nothing, follows the settings, and its cursors continue.
+#[test]
+fn a_find_sent_again_answers_as_its_first_call() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "d", 12, "next");
+    let text = r#"FIND(?o.name, ?o.id) WHERE { ?s {type: "Node", name: :a} (?s, "next"{1,3}, ?o) } ORDER BY ?o.name"#;
+    let by_id = r#"FIND(?x.name) WHERE { ?x {id: :id} }"#;
+    let mut new_text = 0;
+    let mut first_call = |c: &mut Client, text: &str, params: Value| {
+        new_text += 1;
+        kip(c, &format!("{text}{}", " ".repeat(new_text)), params)
+    };
+    for i in [0, 3, 11, 12, 5] {
+        let params = json!({"a": format!("d{i}")});
+        let again = kip(&mut c, text, params.clone());
+        assert_eq!(again, first_call(&mut c, text, params), "d{i}");
+        let id = ok(again)[1].as_array().and_then(|ids| ids.first().cloned());
+        if let Some(id) = id {
+            let params = json!({"id": id});
+            assert_eq!(kip(&mut c, by_id, params.clone()), first_call(&mut c, by_id, params));
+        }
+    }
+    // Errors, each as a first call reports it.
+    for params in [json!({}), json!({"a": 7}), json!({"a": "nobody"}), json!({"id": "P:1"}), json!({"id": "C:0"}), json!({"id": "C:x"})] {
+        for text in [text, by_id] {
+            let again = kip(&mut c, text, params.clone());
+            assert_eq!(again, first_call(&mut c, text, params.clone()), "{text} with {params}");
+            assert!(again.get("error").is_some(), "{text} with {params}: {again}");
+        }
+    }
+    // A changed setting: the page follows it, and its cursor continues.
+    let walk = r#"FIND(?m.name) WHERE { ?n {type: "Node", name: :a} (?n, "next"{1,5}, ?m) }"#;
+    for _ in 0..2 {
+        assert_eq!(ok(kip(&mut c, walk, json!({"a": "d0"}))).as_array().map(Vec::len), Some(5));
+    }
+    c.batch_execute("SET kip.default_limit = 2").unwrap();
+    ok(kip(&mut c, walk, json!({"a": "d0"})));
+    let mut seen = Vec::new();
+    let mut out = kip(&mut c, walk, json!({"a": "d0"}));
+    loop {
+        let page = ok(out.clone());
+        let page = page.as_array().unwrap_or_else(|| panic!("{out}"));
+        assert!(page.len() <= 2, "{out}");
+        seen.extend(page.iter().map(|v| v.as_str().unwrap().to_string()));
+        match out.get("next_cursor").and_then(Value::as_str) {
+            Some(t) => out = kip(&mut c, &format!("{walk} CURSOR :c"), json!({"a": "d0", "c": t})),
+            None => break,
+        }
+    }
+    c.batch_execute("RESET kip.default_limit").unwrap();
+    seen.sort();
+    assert_eq!(seen, ["d1", "d2", "d3", "d4", "d5"]);
+}

@@ -63,10 +63,87 @@ pub(crate) fn split(q: &FindQuery) -> (Shape, Vec<Hole>) {
     (Shape { query, mask }, holes)
 }
 
+/// Where a hole of a FIND sent as text takes its value from, read off the
+/// text's query as parsed, before its placeholders are bound.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum HoleSource {
+    /// A value written in the text.
+    Written(Hole),
+    /// The string parameter of this name: a concept selector's name, or,
+    /// when `true`, a concept id.
+    Parameter(String, bool),
+}
+
+/// The sources of the holes of `shape` (the shape of the bound query,
+/// whose hole values are `holes`) in the query as parsed, `unbound`: `None`
+/// when a placeholder stands anywhere but in a hole (its value is then part
+/// of the shape), or in an id position whose bound value was not a concept
+/// id. With sources, the holes of another call of the same text are its
+/// parameters' values ([`holes_from`]), and its shape is `shape`, with no
+/// binding and no split.
+pub(crate) fn hole_sources(unbound: &FindQuery, shape: &Shape, holes: &[Hole]) -> Option<Vec<HoleSource>> {
+    let mut query = unbound.clone();
+    let mut sources = Vec::with_capacity(holes.len());
+    let mut values = holes.iter();
+    let mut position = 0;
+    let mut fits = true;
+    walk_args(&mut query.where_clauses, &mut |kind, arg| {
+        let is_hole = shape.mask.get(position).copied().unwrap_or(false);
+        position += 1;
+        if !is_hole {
+            fits &= matches!(arg, Bindable::Lit(_));
+            return;
+        }
+        let value = values.next();
+        match arg {
+            Bindable::Lit(_) => match value {
+                Some(hole) => sources.push(HoleSource::Written(hole.clone())),
+                None => fits = false,
+            },
+            Bindable::Param(name) => {
+                sources.push(HoleSource::Parameter(std::mem::take(name), matches!(kind, Position::Id)));
+                *arg = Bindable::Lit(String::new());
+            }
+        }
+    });
+    // Every placeholder stood in a hole: none is left.
+    fits &= position == shape.mask.len() && values.next().is_none();
+    fits &= kip_lang::ast::Script { commands: vec![kip_lang::ast::Command::Find(query)] }.is_bound();
+    fits.then_some(sources)
+}
+
+/// A call's hole values from its parameters, as binding and [`split`]
+/// would give them: `None` when a parameter is missing or not a string, or
+/// a concept id's parameter holds no concept id (the call's shape is then
+/// another, or binding fails).
+pub(crate) fn holes_from(sources: &[HoleSource], parameters: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<Hole>> {
+    sources
+        .iter()
+        .map(|source| match source {
+            HoleSource::Written(hole) => Some(hole.clone()),
+            HoleSource::Parameter(name, false) => Some(Hole::Name(parameters.get(name)?.as_str()?.to_string())),
+            HoleSource::Parameter(name, true) => {
+                let text = parameters.get(name)?.as_str()?;
+                match ids::parse(text) {
+                    Ok(ids::ParsedId { kind: ElementKind::Concept, id: Some(n), .. }) => Some(Hole::Concept(n, text.to_string())),
+                    _ => None,
+                }
+            }
+        })
+        .collect()
+}
+
 /// A compiled FIND whose hole values are probes (see the module comment).
 #[derive(Debug)]
 pub(crate) struct Template {
     compiled: FindSql,
+}
+
+impl Template {
+    /// Whether the template's statement is planned for each call's values.
+    pub(crate) fn plan_per_call(&self) -> bool {
+        self.compiled.plan_per_call
+    }
 }
 
 const PROBE_IDS: i64 = 4_000_000_000_000_000_000;
@@ -223,40 +300,46 @@ enum Position {
     Id,
 }
 
-/// Visit every selector name and id of a WHERE block, in a fixed order.
+/// Visit every selector name and id of a WHERE block that holds a value,
+/// in a fixed order.
 fn walk(clauses: &mut [WhereClause], visit: &mut dyn FnMut(Position, &mut String)) {
+    walk_args(clauses, &mut |position, arg| {
+        if let Bindable::Lit(text) = arg {
+            visit(position, text);
+        }
+    });
+}
+
+/// Visit every selector name and id position of a WHERE block, a value or a
+/// placeholder, in the order of [`walk`] (which, over a bound query, visits
+/// the same positions).
+fn walk_args(clauses: &mut [WhereClause], visit: &mut dyn FnMut(Position, &mut StrArg)) {
     for clause in clauses {
         match clause {
             WhereClause::Concept { selector, .. } => selector_walk(selector, visit),
             WhereClause::Proposition { pattern, .. } => pattern_walk(pattern, visit),
             WhereClause::Filter(_) => {}
-            WhereClause::Optional(inner) | WhereClause::Not(inner) | WhereClause::Union(inner) => walk(inner, visit),
+            WhereClause::Optional(inner) | WhereClause::Not(inner) | WhereClause::Union(inner) => walk_args(inner, visit),
         }
     }
 }
 
-fn selector_walk(selector: &mut ConceptSelector, visit: &mut dyn FnMut(Position, &mut String)) {
+fn selector_walk(selector: &mut ConceptSelector, visit: &mut dyn FnMut(Position, &mut StrArg)) {
     match selector {
-        ConceptSelector::Id(id) => arg_walk(id, Position::Id, visit),
-        ConceptSelector::TypeName { name, .. } | ConceptSelector::Name(name) => arg_walk(name, Position::Name, visit),
+        ConceptSelector::Id(id) => visit(Position::Id, id),
+        ConceptSelector::TypeName { name, .. } | ConceptSelector::Name(name) => visit(Position::Name, name),
         ConceptSelector::Type(_) => {}
     }
 }
 
-fn pattern_walk(pattern: &mut PropPattern, visit: &mut dyn FnMut(Position, &mut String)) {
+fn pattern_walk(pattern: &mut PropPattern, visit: &mut dyn FnMut(Position, &mut StrArg)) {
     let PropPattern::Triple(t) = pattern else { return };
     for e in [&mut t.subject, &mut t.object] {
         match e {
             Endpoint::Var(_) => {}
             Endpoint::Concept(selector) => selector_walk(selector, visit),
             Endpoint::Proposition(nested) => pattern_walk(nested, visit),
-            Endpoint::Id(id) => arg_walk(id, Position::Id, visit),
+            Endpoint::Id(id) => visit(Position::Id, id),
         }
-    }
-}
-
-fn arg_walk(arg: &mut StrArg, position: Position, visit: &mut dyn FnMut(Position, &mut String)) {
-    if let Bindable::Lit(text) = arg {
-        visit(position, text);
     }
 }

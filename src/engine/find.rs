@@ -102,6 +102,20 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         },
         None => answer(&plan, page, ctx)?,
     };
+    outcome(answer, limit, offset, &shape)
+}
+
+/// The first page of a FIND whose call reached its template directly
+/// (`engine::templates::direct`): as [`run`] answers it.
+pub(crate) fn run_direct(call: &templates::DirectCall, ctx: &Ctx) -> Result<Outcome, KipError> {
+    let page = usize::try_from(call.limit).unwrap_or(usize::MAX);
+    let answer = answer(&call.plan, page, ctx)?;
+    outcome(answer, call.limit, 0, &|| cursor::query_shape(&ctx.space, &Command::Find(call.query())))
+}
+
+/// The envelope's result and cursor of the page `answer` of `limit` rows
+/// from `offset`; `shape` prints the query for the cursor.
+fn outcome(answer: Answer, limit: u64, offset: u64, shape: &dyn Fn() -> String) -> Result<Outcome, KipError> {
     let Answer { mut entries, more, last_ids, .. } = answer;
     // With LIMIT 0 there is no page and no next page: a cursor for the same
     // offset would make a paginating client loop forever.

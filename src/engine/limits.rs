@@ -30,7 +30,7 @@ pub fn check_clauses(script: &Script) -> Result<(), KipError> {
     for command in &script.commands {
         count += clause_count(where_clauses(command));
     }
-    if count > limit {
+    if !clauses_allowed(count) {
         return Err(KipError::new(
             ErrorCode::ResourceExhausted,
             format!("the pattern has {count} clauses and FILTER terms; kip.max_clauses is {limit}"),
@@ -38,6 +38,12 @@ pub fn check_clauses(script: &Script) -> Result<(), KipError> {
         .with_hint("Split the query into smaller ones, use IN(…) with a list instead of many alternatives, or raise kip.max_clauses."));
     }
     Ok(())
+}
+
+/// Whether a script of `count` clauses and FILTER terms is within
+/// `kip.max_clauses`.
+pub fn clauses_allowed(count: usize) -> bool {
+    count <= crate::guc::MAX_CLAUSES.get().max(1) as usize
 }
 
 fn where_clauses(command: &Command) -> &[WhereClause] {
@@ -56,9 +62,10 @@ fn where_clauses(command: &Command) -> &[WhereClause] {
     }
 }
 
-/// Clauses at every nesting level, plus the terms of FILTER expressions
-/// (walked with explicit stacks).
-fn clause_count(clauses: &[WhereClause]) -> usize {
+/// The clauses and FILTER terms of a pattern, as `kip.max_clauses` counts
+/// them: clauses at every nesting level, plus the terms of FILTER
+/// expressions (walked with explicit stacks).
+pub fn clause_count(clauses: &[WhereClause]) -> usize {
     let mut count = 0;
     let mut blocks: Vec<&[WhereClause]> = vec![clauses];
     while let Some(block) = blocks.pop() {

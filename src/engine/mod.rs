@@ -75,6 +75,14 @@ fn pause_before_retry(attempt: u32) {
 
 /// Run one command text; returns its envelope and whether a batch must stop.
 fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Doc, bool) {
+    let access = if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite };
+    // A FIND sent again goes straight to its template (`templates::direct`).
+    if !dry_run {
+        if let Some(call) = templates::direct(&cmd.command, &cmd.parameters, space.name()) {
+            let ctx = Ctx::new(space.clone(), access);
+            return (envelope::single(run_isolated(|| find::run_direct(&call, &ctx))), false);
+        }
+    }
     let script = match prepare(cmd, mode) {
         Ok(s) => s,
         // The command never executed: reported inline, the batch goes on.
@@ -90,34 +98,39 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         }
         crate::governance::history::tag_command(Some(&cmd.command));
     }
-    let ctx = Ctx::for_text(space.clone(), if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite }, &cmd.command);
+    let ctx = Ctx::for_text(space.clone(), access, &cmd.command);
+    let outcome = run_isolated(|| execute_script(&script, &ctx));
+    if is_kml {
+        crate::governance::history::tag_command(None);
+    }
+    let stop = is_kml && outcome.is_err();
+    (envelope::single(outcome), stop)
+}
+
+/// Run a command's `body` in its own subtransaction, within the command's
+/// time budget (`kip.command_timeout`), again when it hit a conflict that
+/// rolling it back resolved.
+fn run_isolated(body: impl Fn() -> Result<Outcome, KipError>) -> Result<Outcome, KipError> {
     // Running a conflicted command again can succeed only when rolling it
     // back released every row lock of the cycle: when the transaction had
     // written nothing before the command (one that had keeps those rows
     // locked, and the same cycle would form again, a deadlock check later).
     // SAFETY: reads this backend's transaction state.
     let may_retry = unsafe { pgrx::pg_sys::GetTopTransactionIdIfAny() } == pgrx::pg_sys::TransactionId::INVALID;
-    let outcome = {
-        let _budget = budget::arm();
-        let mut attempt = 1;
-        loop {
-            let outcome = subxact::run_isolated(|| execute_script(&script, &ctx));
-            // A deadlock with a concurrent writer rolled this command back
-            // and released its locks: run it again, a few times at most.
-            match outcome {
-                Err(e) if may_retry && pg_error::is_conflict(&e) && attempt < CONFLICT_ATTEMPTS => {
-                    pause_before_retry(attempt);
-                    attempt += 1;
-                }
-                outcome => break outcome,
+    let _budget = budget::arm();
+    let mut attempt = 1;
+    loop {
+        let outcome = subxact::run_isolated(&body);
+        // A deadlock with a concurrent writer rolled this command back and
+        // released its locks: run it again, a few times at most.
+        match outcome {
+            Err(e) if may_retry && pg_error::is_conflict(&e) && attempt < CONFLICT_ATTEMPTS => {
+                pause_before_retry(attempt);
+                attempt += 1;
             }
+            outcome => return outcome,
         }
-    };
-    if is_kml {
-        crate::governance::history::tag_command(None);
     }
-    let stop = is_kml && outcome.is_err();
-    (envelope::single(outcome), stop)
 }
 
 /// Parse and bind a command text, and refuse writes in read-only mode.
