@@ -50,7 +50,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
     crate::governance::access::require(&space, crate::governance::access::Privilege::Read)?;
     let facts = resolve::find_facts(&space, &q.where_clauses)?;
     let env = Env { space: space.name(), limits: resolve::limits(), facts: &facts };
-    let limit = engine::find::page_size(opt_lit(&q.limit)?);
+    let limit = engine::limits::page_size(opt_lit(&q.limit)?);
     let plan = compile_find(q, env, limit, 0, None)?;
     // As `kip_execute` runs it: with the named concepts' ids when planned per call.
     let plan = engine::find::with_named_ids(&space, q, env, &plan, limit, 0, None)?.unwrap_or(plan);

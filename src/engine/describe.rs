@@ -13,7 +13,7 @@
 //!   (the conformance fixtures' code; the lookup is case-sensitive).
 
 use crate::exec::Ctx;
-use super::find::page_size;
+use super::limits::page_size;
 use crate::compile::bound::{lit, opt_lit};
 use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
 use crate::engine::envelope::Outcome;

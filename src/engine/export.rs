@@ -13,7 +13,7 @@
 
 mod load;
 
-use super::find::page_size;
+use super::limits::page_size;
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
 use crate::compile::export::{page_sql, rank_page_sql, Rank};

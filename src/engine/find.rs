@@ -8,6 +8,7 @@ use crate::compile::env::Env;
 use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::engine::find_walk;
+use crate::engine::limits;
 use crate::engine::rare_predicates;
 use crate::engine::templates;
 use crate::exec::jsonb::Doc;
@@ -48,20 +49,13 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     run(q, ctx)
 }
 
-/// The effective page size: LIMIT (capped at `kip.max_limit`) or `kip.default_limit`.
-pub(crate) fn page_size(limit: Option<u64>) -> u64 {
-    let max = crate::guc::MAX_LIMIT.get().max(1) as u64;
-    let default = crate::guc::DEFAULT_LIMIT.get().max(1) as u64;
-    limit.unwrap_or(default).min(max)
-}
-
 pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // Named concepts and literal concept ids are not looked up before the
     // statement: an answer that shows a solution proves they exist, and
     // the guard's lookup after an answer without one tells which one is
     // missing (`compile::find::Guard`).
     let facts = resolve::find_facts(&ctx.space, &q.where_clauses)?;
-    let limit = page_size(opt_lit(&q.limit)?);
+    let limit = limits::page_size(opt_lit(&q.limit)?);
     // The cursor shape (the canonical text of the query) is printed only
     // when a token is read or issued: most FINDs need neither.
     let shape = || cursor::query_shape(&ctx.space, &Command::Find(q.clone()));

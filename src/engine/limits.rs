@@ -1,10 +1,18 @@
 //! Size limits checked before a command is compiled: the command text
 //! (`kip.max_command_size`), the number of WHERE clauses and FILTER terms
 //! (`kip.max_clauses`), and the length of names that become index keys.
-//! Each refusal names the limit and how to change it.
+//! Each refusal names the limit and how to change it. And the page size a
+//! LIMIT gives (`kip.default_limit`, `kip.max_limit`).
 
 use kip_lang::ast::{Command, Delete, Expr, Script, WhereClause};
 use kip_lang::{ErrorCode, KipError};
+
+/// The effective page size: LIMIT (capped at `kip.max_limit`) or `kip.default_limit`.
+pub(crate) fn page_size(limit: Option<u64>) -> u64 {
+    let max = crate::guc::MAX_LIMIT.get().max(1) as u64;
+    let default = crate::guc::DEFAULT_LIMIT.get().max(1) as u64;
+    limit.unwrap_or(default).min(max)
+}
 
 /// Longest type, concept name or predicate accepted, in bytes. The unique
 /// index on `(space, type, name)` holds at most about 2,700 bytes per key.

@@ -93,7 +93,7 @@ pub(crate) fn direct(text: &str, parameters: &serde_json::Map<String, serde_json
     let sources = direct.sources.as_ref()?;
     let fits = entry.space == space
         && entry.limits == crate::resolve::limits()
-        && entry.limit == super::find::page_size(direct.written_limit)
+        && entry.limit == super::limits::page_size(direct.written_limit)
         && super::limits::check_command_size(text).is_ok()
         && super::limits::clauses_allowed(direct.clauses);
     if !fits {
