@@ -3,12 +3,16 @@
 //!
 //! A hole is a position whose value the compiler only passes to SQL as a
 //! bind parameter (and to the guard, `compile::find::Guard`), whatever the
-//! value: the name of a concept selector (`{name}`, `{type, name}`) and a
-//! concept id (`{id: "C:<n>"}`, a bare `"C:<n>"` endpoint). An application
-//! that sends `FIND(?o.name) WHERE { ?s {type: "Node", name: :anchor} … }`
-//! with a thousand anchors sends one query shape; type names, predicates,
-//! proposition ids, FILTER values and LIMIT stay part of the shape, since
-//! the compiler (or `resolve`) decides on them.
+//! value: the name of a concept selector (`{name}`, `{type, name}`), a
+//! concept id (`{id: "C:<n>"}`, a bare `"C:<n>"` endpoint), and the string
+//! an attribute or metadata value is ordered against in a FILTER
+//! (`?e.attributes.start_time >= :cutoff`, `?l.metadata.expires_at < :now`:
+//! `compile::filter::json_vs_literal`). An application that sends
+//! `FIND(?o.name) WHERE { ?s {type: "Node", name: :anchor} … }` with a
+//! thousand anchors sends one query shape; type names, predicates,
+//! proposition ids, other FILTER values (`==` on an attribute becomes a
+//! containment the plan depends on, an id is parsed) and LIMIT stay part
+//! of the shape, since the compiler (or `resolve`) decides on them.
 //!
 //! A template is made by compiling the query with *probe* values in its
 //! holes: strings that hold a NUL (which no stored text can) and ids beyond
@@ -23,7 +27,10 @@ use crate::compile::env::{Env, Facts};
 use crate::compile::find::{compile_find, FindSql, Guard};
 use crate::compile::ids::{self, ElementKind};
 use crate::compile::{Params, SqlParam};
-use kip_lang::ast::{Bindable, ConceptSelector, Endpoint, FindQuery, PropPattern, StrArg, WhereClause};
+use kip_lang::ast::{
+    Bindable, CompareOp, ConceptSelector, Endpoint, Expr, FindQuery, PathField, PropPattern, StrArg, ValueOrParam, WhereClause,
+};
+use serde_json::Value as Json;
 
 /// The value of one hole of a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +39,8 @@ pub(crate) enum Hole {
     Name(String),
     /// A concept id: its row id and the id as written.
     Concept(i64, String),
+    /// The string a FILTER orders an attribute or metadata value against.
+    Text(String),
 }
 
 /// A FIND with its hole values taken out: the shape a template is made for.
@@ -39,8 +48,9 @@ pub(crate) enum Hole {
 pub(crate) struct Shape {
     /// The query with every hole emptied.
     pub query: FindQuery,
-    /// For each selector position in walk order, whether it is a hole (an
-    /// id position is one only when it holds a concept id).
+    /// For each position of [`walk`] in order, whether it is a hole (an id
+    /// position is one only when it holds a concept id, a FILTER value only
+    /// when it is a string).
     pub mask: Vec<bool>,
 }
 
@@ -49,13 +59,15 @@ pub(crate) fn split(q: &FindQuery) -> (Shape, Vec<Hole>) {
     let mut query = q.clone();
     let mut mask = Vec::new();
     let mut holes = Vec::new();
-    walk(&mut query.where_clauses, &mut |position, text| {
-        let hole = match position {
-            Position::Name => Some(Hole::Name(std::mem::take(text))),
-            Position::Id => match ids::parse(text) {
+    walk(&mut query.where_clauses, &mut |slot| {
+        let hole = match slot {
+            Slot::Arg(Position::Name, Bindable::Lit(text)) => Some(Hole::Name(std::mem::take(text))),
+            Slot::Arg(Position::Id, Bindable::Lit(text)) => match ids::parse(text) {
                 Ok(ids::ParsedId { kind: ElementKind::Concept, id: Some(n), .. }) => Some(Hole::Concept(n, std::mem::take(text))),
                 _ => None,
             },
+            Slot::Value(ValueOrParam::Value(Json::String(text))) => Some(Hole::Text(std::mem::take(text))),
+            _ => None,
         };
         mask.push(hole.is_some());
         holes.extend(hole);
@@ -69,9 +81,16 @@ pub(crate) fn split(q: &FindQuery) -> (Shape, Vec<Hole>) {
 pub(crate) enum HoleSource {
     /// A value written in the text.
     Written(Hole),
-    /// The string parameter of this name: a concept selector's name, or,
-    /// when `true`, a concept id.
-    Parameter(String, bool),
+    /// The string parameter of this name, a hole of this kind.
+    Parameter(String, HoleKind),
+}
+
+/// What a hole holds (see [`Hole`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HoleKind {
+    Name,
+    Concept,
+    Text,
 }
 
 /// The sources of the holes of `shape` (the shape of the bound query,
@@ -87,23 +106,32 @@ pub(crate) fn hole_sources(unbound: &FindQuery, shape: &Shape, holes: &[Hole]) -
     let mut values = holes.iter();
     let mut position = 0;
     let mut fits = true;
-    walk_args(&mut query.where_clauses, &mut |kind, arg| {
+    walk(&mut query.where_clauses, &mut |slot| {
         let is_hole = shape.mask.get(position).copied().unwrap_or(false);
         position += 1;
-        if !is_hole {
-            fits &= matches!(arg, Bindable::Lit(_));
-            return;
-        }
-        let value = values.next();
-        match arg {
-            Bindable::Lit(_) => match value {
+        let value = if is_hole { values.next() } else { None };
+        let parameter = match slot {
+            Slot::Arg(kind, arg @ Bindable::Param(_)) => {
+                let Bindable::Param(name) = std::mem::replace(arg, Bindable::Lit(String::new())) else { unreachable!() };
+                Some((name, if matches!(kind, Position::Id) { HoleKind::Concept } else { HoleKind::Name }))
+            }
+            Slot::Value(value @ ValueOrParam::Param(_)) => {
+                let ValueOrParam::Param(name) = std::mem::replace(value, ValueOrParam::Value(Json::String(String::new()))) else {
+                    unreachable!()
+                };
+                Some((name, HoleKind::Text))
+            }
+            _ => None,
+        };
+        match (parameter, is_hole) {
+            (Some((name, kind)), true) => sources.push(HoleSource::Parameter(name, kind)),
+            // A placeholder whose value is part of the shape.
+            (Some(_), false) => fits = false,
+            (None, true) => match value {
                 Some(hole) => sources.push(HoleSource::Written(hole.clone())),
                 None => fits = false,
             },
-            Bindable::Param(name) => {
-                sources.push(HoleSource::Parameter(std::mem::take(name), matches!(kind, Position::Id)));
-                *arg = Bindable::Lit(String::new());
-            }
+            (None, false) => {}
         }
     });
     // Every placeholder stood in a hole: none is left.
@@ -121,8 +149,9 @@ pub(crate) fn holes_from(sources: &[HoleSource], parameters: &serde_json::Map<St
         .iter()
         .map(|source| match source {
             HoleSource::Written(hole) => Some(hole.clone()),
-            HoleSource::Parameter(name, false) => Some(Hole::Name(parameters.get(name)?.as_str()?.to_string())),
-            HoleSource::Parameter(name, true) => {
+            HoleSource::Parameter(name, HoleKind::Name) => Some(Hole::Name(parameters.get(name)?.as_str()?.to_string())),
+            HoleSource::Parameter(name, HoleKind::Text) => Some(Hole::Text(parameters.get(name)?.as_str()?.to_string())),
+            HoleSource::Parameter(name, HoleKind::Concept) => {
                 let text = parameters.get(name)?.as_str()?;
                 match ids::parse(text) {
                     Ok(ids::ParsedId { kind: ElementKind::Concept, id: Some(n), .. }) => Some(Hole::Concept(n, text.to_string())),
@@ -157,6 +186,7 @@ fn probes(like: &[Hole], set: u8) -> Vec<Hole> {
         .enumerate()
         .map(|(k, hole)| match hole {
             Hole::Name(_) => Hole::Name(format!("\0kip-probe-{set}-{k}")),
+            Hole::Text(_) => Hole::Text(format!("\0kip-probe-{set}-{k}")),
             Hole::Concept(..) => {
                 let n = PROBE_IDS + i64::from(set) * PROBE_SET + k as i64;
                 Hole::Concept(n, format!("C:{n}"))
@@ -170,11 +200,15 @@ pub(crate) fn fill(shape: &Shape, holes: &[Hole]) -> FindQuery {
     let mut query = shape.query.clone();
     let mut position = 0;
     let mut next = holes.iter();
-    walk(&mut query.where_clauses, &mut |_, text| {
+    walk(&mut query.where_clauses, &mut |slot| {
         if shape.mask.get(position).copied().unwrap_or(false) {
-            match next.next() {
-                Some(Hole::Name(s)) | Some(Hole::Concept(_, s)) => *text = s.clone(),
-                None => {}
+            let value = match next.next() {
+                Some(Hole::Name(s) | Hole::Concept(_, s) | Hole::Text(s)) => s.clone(),
+                None => String::new(),
+            };
+            match slot {
+                Slot::Arg(_, arg) => *arg = Bindable::Lit(value),
+                Slot::Value(v) => *v = ValueOrParam::Value(Json::String(value)),
             }
         }
         position += 1;
@@ -252,7 +286,7 @@ fn name_of(s: &str, to: &[Hole]) -> Option<String> {
     match probe_name_index(s) {
         None => Some(s.to_string()),
         Some(k) => match to.get(k)? {
-            Hole::Name(v) => Some(v.clone()),
+            Hole::Name(v) | Hole::Text(v) => Some(v.clone()),
             Hole::Concept(..) => None,
         },
     }
@@ -263,7 +297,7 @@ fn id_of(n: i64, to: &[Hole]) -> Option<i64> {
         None => Some(n),
         Some(k) => match to.get(k)? {
             Hole::Concept(v, _) => Some(*v),
-            Hole::Name(_) => None,
+            Hole::Name(_) | Hole::Text(_) => None,
         },
     }
 }
@@ -273,7 +307,7 @@ fn concept_of(n: i64, to: &[Hole]) -> Option<(i64, String)> {
         None => None,
         Some(k) => match to.get(k)? {
             Hole::Concept(v, text) => Some((*v, text.clone())),
-            Hole::Name(_) => None,
+            Hole::Name(_) | Hole::Text(_) => None,
         },
     }
 }
@@ -300,46 +334,70 @@ enum Position {
     Id,
 }
 
-/// Visit every selector name and id of a WHERE block that holds a value,
-/// in a fixed order.
-fn walk(clauses: &mut [WhereClause], visit: &mut dyn FnMut(Position, &mut String)) {
-    walk_args(clauses, &mut |position, arg| {
-        if let Bindable::Lit(text) = arg {
-            visit(position, text);
-        }
-    });
+/// A position [`walk`] visits.
+enum Slot<'a> {
+    /// A selector's name or id, a value or a placeholder.
+    Arg(Position, &'a mut StrArg),
+    /// The value a FILTER orders an attribute or metadata path against
+    /// (`<`, `<=`, `>`, `>=`), a value or a placeholder: a hole when it is a
+    /// string.
+    Value(&'a mut ValueOrParam),
 }
 
-/// Visit every selector name and id position of a WHERE block, a value or a
-/// placeholder, in the order of [`walk`] (which, over a bound query, visits
-/// the same positions).
-fn walk_args(clauses: &mut [WhereClause], visit: &mut dyn FnMut(Position, &mut StrArg)) {
+/// Visit every position that may be a hole, clause by clause in a fixed
+/// order: selector names and ids, and FILTER values. Over a query as
+/// parsed and the same query bound, the same positions in the same order.
+fn walk(clauses: &mut [WhereClause], visit: &mut dyn FnMut(Slot)) {
     for clause in clauses {
         match clause {
             WhereClause::Concept { selector, .. } => selector_walk(selector, visit),
             WhereClause::Proposition { pattern, .. } => pattern_walk(pattern, visit),
-            WhereClause::Filter(_) => {}
-            WhereClause::Optional(inner) | WhereClause::Not(inner) | WhereClause::Union(inner) => walk_args(inner, visit),
+            WhereClause::Filter(e) => filter_walk(e, visit),
+            WhereClause::Optional(inner) | WhereClause::Not(inner) | WhereClause::Union(inner) => walk(inner, visit),
         }
     }
 }
 
-fn selector_walk(selector: &mut ConceptSelector, visit: &mut dyn FnMut(Position, &mut StrArg)) {
+fn selector_walk(selector: &mut ConceptSelector, visit: &mut dyn FnMut(Slot)) {
     match selector {
-        ConceptSelector::Id(id) => visit(Position::Id, id),
-        ConceptSelector::TypeName { name, .. } | ConceptSelector::Name(name) => visit(Position::Name, name),
+        ConceptSelector::Id(id) => visit(Slot::Arg(Position::Id, id)),
+        ConceptSelector::TypeName { name, .. } | ConceptSelector::Name(name) => visit(Slot::Arg(Position::Name, name)),
         ConceptSelector::Type(_) => {}
     }
 }
 
-fn pattern_walk(pattern: &mut PropPattern, visit: &mut dyn FnMut(Position, &mut StrArg)) {
+fn pattern_walk(pattern: &mut PropPattern, visit: &mut dyn FnMut(Slot)) {
     let PropPattern::Triple(t) = pattern else { return };
     for e in [&mut t.subject, &mut t.object] {
         match e {
             Endpoint::Var(_) => {}
             Endpoint::Concept(selector) => selector_walk(selector, visit),
             Endpoint::Proposition(nested) => pattern_walk(nested, visit),
-            Endpoint::Id(id) => visit(Position::Id, id),
+            Endpoint::Id(id) => visit(Slot::Arg(Position::Id, id)),
         }
+    }
+}
+
+/// The values of a FILTER's orderings of an attribute or metadata path
+/// (`compile::filter::json_vs_literal` binds such a string as it is,
+/// whatever it holds; `==` and `!=` are left out: an attribute equality is
+/// a containment whose plan depends on its value, an id equality parses
+/// its string).
+fn filter_walk(e: &mut Expr, visit: &mut dyn FnMut(Slot)) {
+    match e {
+        Expr::Not(inner) => filter_walk(inner, visit),
+        Expr::And(items) | Expr::Or(items) => items.iter_mut().for_each(|i| filter_walk(i, visit)),
+        Expr::Compare { op: CompareOp::Lt | CompareOp::Le | CompareOp::Gt | CompareOp::Ge, left, right } => {
+            let value = match (&mut **left, &mut **right) {
+                (Expr::Path(p), Expr::Value(v)) | (Expr::Value(v), Expr::Path(p)) => {
+                    matches!(p.field, PathField::Attributes(Some(_)) | PathField::Metadata(Some(_))).then_some(v)
+                }
+                _ => None,
+            };
+            if let Some(v) = value {
+                visit(Slot::Value(v));
+            }
+        }
+        Expr::Value(_) | Expr::Path(_) | Expr::Compare { .. } | Expr::Call { .. } => {}
     }
 }

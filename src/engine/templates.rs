@@ -279,6 +279,12 @@ mod tests {
             r#"FIND(?x.name, COUNT(?y)) WHERE { ?x {type: "T", name: "a"} (?x, "p", ?y) } ORDER BY ?x.name"#,
             r#"FIND(?x) WHERE { ?x {id: "C:99999999999999999999"} }"#,
             r#"FIND(?x) WHERE { ?x {id: "P:4"} }"#,
+            r#"FIND(?e.name) WHERE { ?e {type: "Event"} FILTER(?e.attributes.start_time >= "2025-06-01") } ORDER BY ?e.attributes.start_time DESC LIMIT 50"#,
+            r#"FIND(?e.name) WHERE { ?e {type: "Event"} FILTER("2025" < ?e.attributes.t || !(?e.attributes.n > 3) && ?e.metadata.created_at <= "x") }"#,
+            r#"FIND(?l) WHERE { ?l (?s, "p", ?o) FILTER(IS_NOT_NULL(?l.metadata.expires_at)) FILTER(?l.metadata.expires_at < "2026-01-01T00:00:00Z") }"#,
+            r#"FIND(?x.name) WHERE { ?x {type: "T", name: "a"} FILTER(?x.metadata._created_at > "2020" && ?x.metadata._version >= "1" && ?x.name > "b") }"#,
+            r#"FIND(?o.name) WHERE { ?s {name: "n"} (?s, "p", ?o) OPTIONAL { (?o, "q", ?z) FILTER(?z.attributes.k < "m") } NOT { (?o, "r", ?w) FILTER(?w.attributes.k >= "m") } }"#,
+            r#"FIND(?x.name) WHERE { ?x {type: "T"} FILTER(?x.attributes.k == "v" && ?x.attributes.j != "w" && ?x.attributes.i > 4) }"#,
         ]
         .iter()
         .map(|s| s.to_string())
@@ -328,6 +334,12 @@ mod tests {
                 json!({"s": "C:4", "n": "", "unused": "y"}),
             ),
             (r#"FIND(?x.name) WHERE { UNION { ?x {type: "T", name: :a} } UNION { ?x {name: :a} } } LIMIT 5"#, json!({"a": "z"}), json!({"a": "w"})),
+            (
+                r#"FIND(?l) WHERE { ?l (?s, "p", {name: :a}) FILTER(?l.metadata.expires_at < :now || :now >= ?s.attributes.t) }"#,
+                json!({"a": "x", "now": "2026-01-01"}),
+                json!({"a": "y", "now": "2027-02-02"}),
+            ),
+            (r#"FIND(?e.name) WHERE { ?e {type: "Event"} FILTER(?e.attributes.n > 3 && ?e.attributes.t >= :c) }"#, json!({"c": "a"}), json!({"c": ""})),
         ];
         for (text, first, next) in cases {
             let q = find_of(text, &first).unwrap();
@@ -339,9 +351,12 @@ mod tests {
                 assert_eq!(bound_shape, shape, "{text} with {params}");
                 assert_eq!(holes_from(&sources, params.as_object().unwrap()), Some(bound_holes), "{text} with {params}");
             }
-            // Parameters missing or of another kind: binding fails.
-            for params in [json!({}), json!({"a": 1, "id": 5, "s": null, "n": ["x"]})] {
-                assert!(find_of(text, &params).is_err());
+            // Parameters missing or of another kind: binding fails, or a
+            // FILTER value that is no string makes another shape.
+            for params in [json!({}), json!({"a": 1, "id": 5, "s": null, "n": ["x"], "now": 3, "c": true})] {
+                if let Ok(q) = find_of(text, &params) {
+                    assert_ne!(split(&q).0, shape, "{text} with {params}");
+                }
                 assert_eq!(holes_from(&sources, params.as_object().unwrap()), None, "{text} with {params}");
             }
         }
@@ -361,6 +376,9 @@ mod tests {
             (r#"FIND(?x) WHERE { ?x {type: :t, name: :a} }"#, json!({"t": "T", "a": "n"})),
             (r#"FIND(?o) WHERE { ?s {name: :a} (?s, :p, ?o) }"#, json!({"p": "links", "a": "n"})),
             (r#"FIND(?x) WHERE { ?x {name: :a} FILTER(?x.attributes.n == :v) }"#, json!({"v": 3, "a": "n"})),
+            (r#"FIND(?x) WHERE { ?x {name: :a} FILTER(?x.attributes.n == :v) }"#, json!({"v": "3", "a": "n"})),
+            (r#"FIND(?x) WHERE { ?x {name: :a} FILTER(?x.attributes.n >= :v) }"#, json!({"v": 3, "a": "n"})),
+            (r#"FIND(?x) WHERE { ?x {name: :a} FILTER(?x.name >= :v) }"#, json!({"v": "m", "a": "n"})),
             (r#"FIND(?x) WHERE { ?x {name: :a} } LIMIT :l"#, json!({"l": 3, "a": "n"})),
         ] {
             let q = find_of(text, &params).unwrap();
@@ -375,7 +393,7 @@ mod tests {
     #[test]
     fn templates_compile_as_the_compiler_does() {
         use crate::compile::template::{split, Hole, Template};
-        let mut templated = 0;
+        let (mut templated, mut with_filter_holes) = (0, 0);
         let corpus = find_corpus();
         for text in &corpus {
             // Fixtures of syntax errors have no query to compile.
@@ -390,6 +408,7 @@ mod tests {
                 continue;
             };
             templated += 1;
+            with_filter_holes += usize::from(holes.iter().any(|h| matches!(h, Hole::Text(_))));
             assert_eq!(template.instantiate(&holes).as_ref(), direct.as_ref().ok(), "{text}");
             // Other values of the same kinds.
             let others: Vec<Hole> = holes
@@ -398,6 +417,7 @@ mod tests {
                 .map(|(k, h)| match h {
                     Hole::Name(s) => Hole::Name(format!("{s}'{k}")),
                     Hole::Concept(n, _) => Hole::Concept(n + 7, format!("C:{}", n + 7)),
+                    Hole::Text(s) => Hole::Text(format!("{s}'{k}")),
                 })
                 .collect();
             let other_q = crate::compile::template::fill(&shape, &others);
@@ -406,5 +426,6 @@ mod tests {
             assert_eq!(template.instantiate(&others), Some(other_direct), "{text} with {others:?}");
         }
         assert!(templated >= 14, "{templated} of {} FINDs templated", corpus.len());
+        assert!(with_filter_holes >= 5, "{with_filter_holes} FINDs templated over FILTER values");
     }
 }
