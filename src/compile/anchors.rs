@@ -30,21 +30,7 @@ use std::collections::HashSet;
 pub(crate) fn scanned_predicates(clauses: &[WhereClause]) -> Vec<String> {
     let mut links = Vec::new();
     collect(clauses, &mut links);
-    let mut anchored: HashSet<&str> = HashSet::new();
-    named_variables(clauses, &mut anchored);
-    // Anchors spread along links until nothing changes (a chain of n links
-    // takes at most n rounds).
-    loop {
-        let before = anchored.len();
-        for link in &links {
-            if reached(link, &anchored) {
-                anchored.extend(link.variables());
-            }
-        }
-        if anchored.len() == before {
-            break;
-        }
-    }
+    let anchored = anchored_variables(clauses, &links);
     let mut out: Vec<String> = Vec::new();
     for link in links.iter().filter(|l| !reached(l, &anchored)) {
         for name in link.predicates() {
@@ -54,6 +40,51 @@ pub(crate) fn scanned_predicates(clauses: &[WhereClause]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether a variable of the clauses that must match is reached from no
+/// anchor: one bound by a scan of a type, or of a predicate's links,
+/// whose solutions may be the type's or the predicate's every member.
+pub(crate) fn has_unanchored_variable(clauses: &[WhereClause]) -> bool {
+    let mut links = Vec::new();
+    collect(clauses, &mut links);
+    let anchored = anchored_variables(clauses, &links);
+    let mut all = HashSet::new();
+    clause_variables(clauses, &mut all);
+    all.extend(links.iter().flat_map(|l| l.variables()));
+    all.iter().any(|v| !anchored.contains(v))
+}
+
+/// The variables anchors reach: those of concept clauses that name their
+/// concept, spread along `links` until nothing changes (a chain of n links
+/// takes at most n rounds).
+fn anchored_variables<'a>(clauses: &'a [WhereClause], links: &[Link<'a>]) -> HashSet<&'a str> {
+    let mut anchored: HashSet<&str> = HashSet::new();
+    named_variables(clauses, &mut anchored);
+    loop {
+        let before = anchored.len();
+        for link in links {
+            if reached(link, &anchored) {
+                anchored.extend(link.variables());
+            }
+        }
+        if anchored.len() == before {
+            return anchored;
+        }
+    }
+}
+
+/// Variables of concept clauses in the clauses that must match.
+fn clause_variables<'a>(clauses: &'a [WhereClause], out: &mut HashSet<&'a str>) {
+    for c in clauses {
+        match c {
+            WhereClause::Concept { var, .. } => {
+                out.insert(var.as_str());
+            }
+            WhereClause::Union(b) => clause_variables(b, out),
+            _ => {}
+        }
+    }
 }
 
 /// A link clause: its triple and the variable naming the link, if any.
@@ -164,6 +195,21 @@ mod tests {
         assert_eq!(scanned(r#"FIND(?a) WHERE { (?a, "x" | "y", {type: "T"}) }"#), ["x", "y"]);
         // Each name once.
         assert_eq!(scanned(r#"FIND(?a) WHERE { (?a, "p", ?b) (?b, "p", ?c) }"#), ["p"]);
+    }
+
+    fn unanchored(text: &str) -> bool {
+        let Command::Find(q) = kip_lang::parse(text).unwrap().commands.remove(0) else { panic!("not a FIND") };
+        super::has_unanchored_variable(&q.where_clauses)
+    }
+
+    #[test]
+    fn a_variable_no_anchor_reaches_is_unanchored() {
+        assert!(unanchored(r#"FIND(?e) WHERE { ?e {type: "Event"} }"#));
+        assert!(unanchored(r#"FIND(?a) WHERE { (?a, "prefers", ?b) }"#));
+        assert!(unanchored(r#"FIND(?a, ?x) WHERE { ?a {name: "n"} (?a, "p", ?b) ?x {type: "T"} }"#));
+        assert!(!unanchored(r#"FIND(?o) WHERE { ?s {type: "Node", name: "n"} (?s, "links", ?o) OPTIONAL { (?o, "t", ?x) } }"#));
+        assert!(!unanchored(r#"FIND(?e) WHERE { ?e {type: "Event"} (?e, "involves", {type: "Person", name: "p"}) }"#));
+        assert!(!unanchored(r#"FIND(?x) WHERE { ?x {id: "C:1"} }"#));
     }
 
     #[test]

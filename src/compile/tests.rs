@@ -730,3 +730,30 @@ fn compile_and_parse_time_per_call() {
         println!("{text}: compile {:?}/call, parse {:?}/call", compile, parse_t.elapsed() / n);
     }
 }
+
+#[test]
+fn an_ordered_page_that_may_read_many_solutions_is_cut_before_its_columns_are_built() {
+    // A type scan under ORDER BY … LIMIT: the window (sort keys, ids) is
+    // cut first, and the page's array of paths is built for its rows alone.
+    let plan = find(
+        r#"FIND(?e.name, ?e.attributes.summary) WHERE { ?e {type: "Event"} FILTER(?e.attributes.t >= "2025") } ORDER BY ?e.attributes.t DESC LIMIT 50"#,
+        50,
+        0,
+    )
+    .unwrap();
+    let window = plan.sql.find("FROM (SELECT d.*, ").unwrap_or_else(|| panic!("{}", plan.sql));
+    let built = plan.sql.find("jsonb_build_array(").unwrap();
+    assert!(built < window, "the array is built outside the window: {}", plan.sql);
+    assert!(!plan.sql[window..].contains("jsonb_build_array("), "{}", plan.sql);
+    // A whole element around an anchor likewise.
+    let plan = find(r#"FIND(?e) WHERE { ?e {type: "Event"} (?e, "involves", {type: "Person", name: "p"}) } ORDER BY ?e.name LIMIT 5"#, 5, 0).unwrap();
+    assert!(plan.sql.contains("FROM (SELECT d.*, "), "{}", plan.sql);
+    // A few solutions around an anchor: one level.
+    let plan = find(
+        r#"FIND(?o.name, ?o.attributes.score) WHERE { ?s {type: "Node", name: "n"} (?s, "links", ?o) } ORDER BY ?o.attributes.score DESC LIMIT 20"#,
+        20,
+        0,
+    )
+    .unwrap();
+    assert!(!plan.sql.contains("FROM (SELECT d.*, "), "{}", plan.sql);
+}
