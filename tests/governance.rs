@@ -420,7 +420,8 @@ fn plain_sql_follows_grants_from_one_statement_to_the_next() {
 /// The grant lookup of a policy runs inside parallel queries too: a plain
 /// SQL count over the element tables, planned in parallel, by a role under
 /// row-level security gets its answer (it once failed there with "cannot
-/// update SecondarySnapshot during a parallel operation").
+/// update SecondarySnapshot during a parallel operation"), and so does a
+/// FIND that kip plans in parallel.
 #[test]
 fn a_parallel_query_under_row_level_security_sees_its_space() {
     let mut admin = superuser();
@@ -446,6 +447,16 @@ fn a_parallel_query_under_row_level_security_sees_its_space() {
         let people = count(&mut r, "SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'Person'", &space);
         assert!(people > 0);
     }
+    // kip's own reads are planned in parallel too, and answer as the
+    // superuser's serial plans do.
+    let find = r#"FIND(?p.name, ?p.attributes.person_class) WHERE { ?p {type: "Person"} } ORDER BY ?p.name"#;
+    let theirs = kip_ro_in(&mut r, &space, find);
+    let explained: String = r.query_one("SELECT kip_explain($1)", &[&find]).unwrap().get(0);
+    assert!(explained.contains("Gather"), "not a parallel plan: {explained}");
+    let expected = serde_json::json!([["$self", "AI"], ["$system", "AI"], ["Ana", "Human"], ["Bo", "Human"]]);
+    assert_eq!(theirs["result"], expected, "{theirs}");
+    assert_eq!(theirs, kip_ro_in(&mut admin, &space, find));
+    assert_eq!(kip_ro_in(&mut r, &space, find), theirs);
     drop(r);
     drop_role(&mut admin, &reader);
 }
