@@ -64,7 +64,7 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
     // Which plan it is: the statement's generic plan, made once per
     // statement shape and backend, or one made for this call's values.
     out.push_str(match planning {
-        spi::Planning::Custom => "-- planning: for this call's values\n",
+        spi::Planning::Custom | spi::Planning::CustomParallel => "-- planning: for this call's values\n",
         _ => "-- planning: generic (once per statement shape)\n",
     });
     out.push_str("-- plan\n");

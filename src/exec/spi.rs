@@ -118,6 +118,11 @@ pub enum Planning {
     /// (a predicate without links, 141 ms over a million links; an alias
     /// no element has, 200 ms over 1.2 million concepts).
     GenericIndexed,
+    /// [`Planning::Generic`], for a statement that may get Postgres's
+    /// parallel workers (a FIND's page, `engine::find::planning`).
+    GenericParallel,
+    /// [`Planning::Custom`], for a statement that may get parallel workers.
+    CustomParallel,
 }
 
 /// [`query`] with a choice of planning.
@@ -378,14 +383,16 @@ impl Drop for SwitchedOff {
 }
 
 /// The saved plan for this SQL text and parameter types, prepared on first
-/// use. A read (`parallel`) may be planned with Postgres's parallel workers:
-/// kip's own functions in its statements are parallel safe, and row-level
+/// use. A read planned [`Planning::GenericParallel`] or
+/// [`Planning::CustomParallel`] may get Postgres's parallel workers: kip's
+/// own functions in its statements are parallel safe, and row-level
 /// security's policies read their grants in initplans, which the leader
 /// evaluates (a FIND over every Event of a 100,000-Event memory: 105 → 68-71
 /// ms with the two workers of the default settings). Postgres chooses them
 /// only for statements that cost more than `parallel_setup_cost`, so small
 /// reads keep their serial plans.
-unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning, parallel: bool) -> Result<pg_sys::SPIPlanPtr, KipError> {
+unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning, read_only: bool) -> Result<pg_sys::SPIPlanPtr, KipError> {
+    let parallel = read_only && matches!(planning, Planning::GenericParallel | Planning::CustomParallel);
     let hash = plan_hash(sql, argtypes, planning, parallel);
     let same = |p: &SavedPlan| {
         p.planning == planning && p.parallel == parallel && *p.sql == *sql && p.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()))
@@ -396,8 +403,8 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
     let csql = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
     let options = match planning {
         Planning::Default => 0,
-        Planning::Custom => pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32,
-        Planning::Generic | Planning::GenericIndexed => pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
+        Planning::Custom | Planning::CustomParallel => pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32,
+        Planning::Generic | Planning::GenericIndexed | Planning::GenericParallel => pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
     } | if parallel { pg_sys::CURSOR_OPT_PARALLEL_OK as i32 } else { 0 };
     let plan = pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options);
     if plan.is_null() {
