@@ -134,6 +134,18 @@ fn a_reader_reads_and_cannot_write() {
     // Grants, like Postgres ACLs, are visible; changing them is for admins.
     let e = sql_error(r.query_one("SELECT kip_grant($1, $2::name, 'write')", &[&space, &reader]));
     assert!(e.starts_with("KIP_3004"), "{e}");
+    // A FIND sent again goes straight to its template, after the same
+    // access check: a revoked grant refuses its next call.
+    let find = r#"FIND(?p.name) WHERE { ?p {type: "Person", name: :n} }"#;
+    r.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    for _ in 0..3 {
+        let out: Value = r.query_one("SELECT kip_execute($1::text, '{\"n\": \"Ana\"}'::jsonb)", &[&find]).unwrap().get(0);
+        assert_eq!(ok(out), json!(["Ana"]));
+    }
+    let revoked: bool = admin.query_one("SELECT kip_revoke($1, $2::name, 'read')", &[&space, &reader]).unwrap().get(0);
+    assert!(revoked);
+    let out: Value = r.query_one("SELECT kip_execute($1::text, '{\"n\": \"Ana\"}'::jsonb)", &[&find]).unwrap().get(0);
+    assert_eq!(err_code(&out), "KIP_3004", "{out}");
     drop(r);
     drop_role(&mut admin, &reader);
 }

@@ -1019,6 +1019,7 @@ fn hop_walks_over_predicate_alternatives() {
 #[test]
 fn a_find_sent_again_answers_as_its_first_call() {
     let mut c = space_with(&[TYPES]);
+    let home: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
     chain(&mut c, "d", 12, "next");
     let text = r#"FIND(?o.name, ?o.id) WHERE { ?s {type: "Node", name: :a} (?s, "next"{1,3}, ?o) } ORDER BY ?o.name"#;
     let by_id = r#"FIND(?x.name) WHERE { ?x {id: :id} }"#;
@@ -1031,10 +1032,14 @@ fn a_find_sent_again_answers_as_its_first_call() {
         let params = json!({"a": format!("d{i}")});
         let again = kip(&mut c, text, params.clone());
         assert_eq!(again, first_call(&mut c, text, params), "d{i}");
-        let id = ok(again)[1].as_array().and_then(|ids| ids.first().cloned());
+        // The first row's id (rows are [name, id]).
+        let id = ok(again)[0][1].as_str().map(str::to_string);
         if let Some(id) = id {
+            assert!(id.starts_with("C:"), "{id}");
             let params = json!({"id": id});
-            assert_eq!(kip(&mut c, by_id, params.clone()), first_call(&mut c, by_id, params));
+            let found = kip(&mut c, by_id, params.clone());
+            assert!(found.get("error").is_none(), "{found}");
+            assert_eq!(found, first_call(&mut c, by_id, params));
         }
     }
     // A FILTER's string value ordered against an attribute is a hole too.
@@ -1050,6 +1055,17 @@ fn a_find_sent_again_answers_as_its_first_call() {
         assert_eq!(kip(&mut c, since, params.clone()), first_call(&mut c, since, params), "since {value}");
     }
     assert_eq!(ok(kip(&mut c, since, json!({"since": "2025-05"}))), json!(["e7", "e6", "e5"]));
+    // Another space: the same text answers from it.
+    let space = kip_integration_tests::fresh_space(&mut c, "kql_again");
+    let params = json!({"a": "d3"});
+    let elsewhere = kip(&mut c, text, params.clone());
+    assert_eq!(err_code(&elsewhere), "KIP_3002", "{elsewhere}");
+    assert_eq!(elsewhere, first_call(&mut c, text, params));
+    ok(kip(&mut c, TYPES, json!({})));
+    chain(&mut c, "d", 4, "next");
+    assert_eq!(ok(kip(&mut c, text, json!({"a": "d3"})))[0][0], json!("d4"), "in {space}");
+    // And back: the first space's answer.
+    c.execute("SELECT set_config('kip.space', $1, false)", &[&home]).unwrap();
     // Errors, each as a first call reports it.
     for params in [json!({}), json!({"a": 7}), json!({"a": "nobody"}), json!({"id": "P:1"}), json!({"id": "C:0"}), json!({"id": "C:x"})] {
         for text in [text, by_id] {
