@@ -503,13 +503,16 @@ fn plain_plan(
         // that builds a value (an element's JSON, an array of paths) was
         // built for every solution the sort read, 56,513 arrays for a page
         // of 50 (a third of the statement).
+        // After the columns: the sort keys and the key ids, then `ord`,
+        // which is among d's columns already.
         let (columns_sql, keys) = select.split_at(ncol);
-        // `ord` is among d's columns already.
-        let window_keys: Vec<&str> = keys.iter().map(String::as_str).filter(|k| *k != "d.ord AS ord").collect();
+        let window_keys = &keys[..keys.len() - 1];
+        let names = sort.iter().flat_map(|k| k.exprs.iter().cloned()).chain((0..key_vars.len()).map(|i| format!("t{i}")));
+        let names: Vec<String> = names.chain(std::iter::once("ord".to_string())).collect();
         let window_joins = acc.joins_sql_for(&window_keys.join(", "));
-        let window_select = std::iter::once("d.*").chain(window_keys).collect::<Vec<_>>().join(", ");
-        let names = keys.iter().map(|k| k.rsplit(" AS ").next().unwrap_or(k)).map(|n| format!("d.{n} AS {n}"));
-        let select = columns_sql.iter().cloned().chain(names).collect::<Vec<_>>().join(", ");
+        let window_select = std::iter::once("d.*").chain(window_keys.iter().map(String::as_str)).collect::<Vec<_>>().join(", ");
+        let outer_keys = names.iter().map(|n| format!("d.{n} AS {n}"));
+        let select = columns_sql.iter().cloned().chain(outer_keys).collect::<Vec<_>>().join(", ");
         let joins = acc.joins_sql_for(&columns_sql.join(", "));
         format!(
             "SELECT {select} FROM (SELECT {window_select} FROM d {window_joins} ORDER BY {order} LIMIT {lim} OFFSET {off}) d {joins} ORDER BY {order}"

@@ -145,10 +145,7 @@ fn remember_direct(text: &Rc<str>, q: &FindQuery, env: Env, entry: &Rc<Entry>, h
             Ok([Command::Find(unbound)]) => template::hole_sources(&unbound, &entry.shape, holes),
             _ => None,
         });
-    let written_limit = match &q.limit {
-        Some(kip_lang::ast::Bindable::Lit(n)) => Some(*n),
-        _ => None,
-    };
+    let written_limit = crate::compile::bound::opt_lit(&q.limit).ok().flatten();
     let direct = Rc::new(Direct { entry: entry.clone(), sources, written_limit, clauses: super::limits::clause_count(&q.where_clauses) });
     DIRECT.with(|d| {
         let mut known = d.borrow_mut();

@@ -37,7 +37,6 @@ struct SavedPlan {
     sql: Box<str>,
     argtypes: Box<[u32]>,
     planning: Planning,
-    parallel: bool,
     plan: usize,
 }
 
@@ -54,7 +53,7 @@ thread_local! {
     static PLANS: RefCell<SavedPlans> = RefCell::new(SavedPlans::default());
 }
 
-fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning, parallel: bool) -> u64 {
+fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning) -> u64 {
     use std::hash::Hasher;
     let mut h = rustc_hash::FxHasher::default();
     h.write(sql.as_bytes());
@@ -62,7 +61,6 @@ fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning, parallel: 
         h.write_u32(t.to_u32());
     }
     h.write_u8(planning as u8);
-    h.write_u8(u8::from(parallel));
     h.finish()
 }
 
@@ -214,8 +212,8 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         .iter()
         .map(|d| if d.datum().is_some() { b' ' as std::os::raw::c_char } else { b'n' as std::os::raw::c_char })
         .collect();
+    let plan = saved_plan(sql, &mut argtypes, planning)?;
     let read_only = access == Access::ReadOnly;
-    let plan = saved_plan(sql, &mut argtypes, planning, read_only)?;
     let fresh = read_only && snapshot == Snapshot::Fresh;
     let latest = read_only && snapshot == Snapshot::Latest;
     if latest {
@@ -272,8 +270,7 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
     let _no_jit = SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::jit_enabled));
     let _no_seqscan =
         (planning == Planning::GenericIndexed).then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
-    // The plan a read runs (`run_plan_on`).
-    let plan = saved_plan(sql, &mut argtypes, planning, true)?;
+    let plan = saved_plan(sql, &mut argtypes, planning)?;
     let sources = pg_sys::SPI_plan_get_plan_sources(plan);
     if sources.is_null() || (*sources).length != 1 {
         return Err(KipError::new(ErrorCode::InternalError, "kip_explain: the statement is not a single query"));
@@ -391,12 +388,9 @@ impl Drop for SwitchedOff {
 /// ms with the two workers of the default settings). Postgres chooses them
 /// only for statements that cost more than `parallel_setup_cost`, so small
 /// reads keep their serial plans.
-unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning, read_only: bool) -> Result<pg_sys::SPIPlanPtr, KipError> {
-    let parallel = read_only && matches!(planning, Planning::GenericParallel | Planning::CustomParallel);
-    let hash = plan_hash(sql, argtypes, planning, parallel);
-    let same = |p: &SavedPlan| {
-        p.planning == planning && p.parallel == parallel && *p.sql == *sql && p.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()))
-    };
+unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning) -> Result<pg_sys::SPIPlanPtr, KipError> {
+    let hash = plan_hash(sql, argtypes, planning);
+    let same = |p: &SavedPlan| p.planning == planning && *p.sql == *sql && p.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()));
     if let Some(plan) = PLANS.with(|p| p.borrow().by_hash.get(&hash).and_then(|v| v.iter().find(|p| same(p))).map(|p| p.plan)) {
         return Ok(plan as pg_sys::SPIPlanPtr);
     }
@@ -405,7 +399,11 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
         Planning::Default => 0,
         Planning::Custom | Planning::CustomParallel => pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32,
         Planning::Generic | Planning::GenericIndexed | Planning::GenericParallel => pg_sys::CURSOR_OPT_GENERIC_PLAN as i32,
-    } | if parallel { pg_sys::CURSOR_OPT_PARALLEL_OK as i32 } else { 0 };
+    } | if matches!(planning, Planning::GenericParallel | Planning::CustomParallel) {
+        pg_sys::CURSOR_OPT_PARALLEL_OK as i32
+    } else {
+        0
+    };
     let plan = pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options);
     if plan.is_null() {
         return Err(KipError::new(
@@ -429,7 +427,6 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
             sql: sql.into(),
             argtypes: argtypes.iter().map(|o| o.to_u32()).collect(),
             planning,
-            parallel,
             plan: plan as usize,
         });
     });
