@@ -160,9 +160,14 @@ impl ServerLog {
 /// the WAL; after an immediate stop the cluster must be started).
 pub fn wait_until_up(db: &str, timeout: Duration) -> Duration {
     let start = Instant::now();
+    let answers = || Client::connect(&dsn_for(db), NoTls).is_ok_and(|mut c| c.query_one("SELECT 1", &[]).is_ok());
     loop {
-        if let Ok(mut c) = Client::connect(&dsn_for(db), NoTls) {
-            if c.query_one("SELECT 1", &[]).is_ok() {
+        // Twice, half a second apart: right after a backend is killed the
+        // cluster may still answer before the postmaster starts its crash
+        // recovery, and refuse connections during it.
+        if answers() {
+            std::thread::sleep(Duration::from_millis(500));
+            if answers() {
                 return start.elapsed();
             }
         }
