@@ -21,6 +21,7 @@ fn param_text(p: &SqlParam) -> String {
         SqlParam::Text(s) => format!("{s:?}"),
         SqlParam::Int(i) => i.to_string(),
         SqlParam::Float(f) => f.to_string(),
+        SqlParam::Numeric(n) => n.clone(),
         SqlParam::Bool(b) => b.to_string(),
         SqlParam::Json(v) => v.to_string(),
         SqlParam::TextArray(v) => format!("{v:?}"),

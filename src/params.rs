@@ -10,6 +10,9 @@ pub enum SqlParam {
     Text(String),
     Int(i64),
     Float(f64),
+    /// A `numeric`, from the text of a JSON number (always valid numeric
+    /// text: serde_json prints no NaN nor infinity).
+    Numeric(String),
     Bool(bool),
     Json(Value),
     TextArray(Vec<String>),
@@ -47,6 +50,13 @@ impl Params {
     /// Add a text parameter, typed explicitly so Postgres never has to guess.
     pub fn text(&mut self, value: impl Into<String>) -> String {
         format!("{}::text", self.push(SqlParam::Text(value.into())))
+    }
+
+    /// Add a numeric parameter from a JSON number's text. Typed as numeric
+    /// (not text cast in the statement), so a comparison with a row's
+    /// value does not convert the text again for every row: ~0.1 µs a row.
+    pub fn numeric(&mut self, value: &serde_json::Number) -> String {
+        format!("{}::numeric", self.push(SqlParam::Numeric(value.to_string())))
     }
 
     /// Add a jsonb parameter.

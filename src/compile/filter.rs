@@ -40,11 +40,54 @@ pub(crate) enum Operand {
     /// An SQL text expression (names, types, predicates).
     Text(String),
     /// An SQL jsonb expression (attribute/metadata values, ids).
-    Json(String),
+    Json(JsonSql),
     /// The bigint id of a bound element (a bare `?var`).
     Id(String, VarKind),
     /// A whole attributes/metadata object: projectable, not comparable.
     Object(String),
+}
+
+/// An SQL jsonb expression; when it reads one key of a jsonb column, that
+/// column and key too, so a string value can be read as text by `->>`:
+/// one extraction, where `#>> '{}'` on the jsonb value extracts the key as
+/// jsonb first and then prints it (~90 ns a row, measured on a FILTER over
+/// 100,000 attributes).
+#[derive(Debug, Clone)]
+pub(crate) struct JsonSql {
+    sql: String,
+    key_of: Option<(String, String)>,
+}
+
+impl JsonSql {
+    /// Any jsonb expression.
+    pub(crate) fn expr(sql: String) -> Self {
+        JsonSql { sql, key_of: None }
+    }
+
+    /// `container -> key`: `container` a jsonb expression, `key` a text one.
+    fn key(container: String, key: String) -> Self {
+        JsonSql { sql: format!("({container} -> {key})"), key_of: Some((container, key)) }
+    }
+
+    /// The value's text when it is a JSON string (callers test that first:
+    /// for other types this is their JSON text, or NULL for a key that is
+    /// missing).
+    pub(crate) fn string_text(&self) -> String {
+        match &self.key_of {
+            Some((container, key)) => format!("({container} ->> {key})"),
+            None => format!("({} #>> '{{}}')", self.sql),
+        }
+    }
+
+    pub(crate) fn into_sql(self) -> String {
+        self.sql
+    }
+}
+
+impl std::fmt::Display for JsonSql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.sql)
+    }
 }
 
 pub(crate) fn unbound(name: &str) -> KipError {
@@ -141,7 +184,7 @@ pub(crate) fn path_operand(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPa
         }
         PathField::Attributes(None) => Operand::Object(col_any(&row, "attributes")),
         PathField::Attributes(Some(k)) => {
-            Operand::Json(format!("({} -> {})", col_any(&row, "attributes"), cx.params.text(k.clone())))
+            Operand::Json(JsonSql::key(col_any(&row, "attributes"), cx.params.text(k.clone())))
         }
         PathField::Metadata(None) => Operand::Object(match &row {
             Row::Concept(a) | Row::Proposition(a) => metadata_json(a),
@@ -152,12 +195,12 @@ pub(crate) fn path_operand(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPa
             ),
         }),
         PathField::Metadata(Some(k)) => match k.as_str() {
-            "_version" => Operand::Json(format!("to_jsonb({})", col_any(&row, "version"))),
+            "_version" => Operand::Json(JsonSql::expr(format!("to_jsonb({})", col_any(&row, "version")))),
             "_created_at" | "_updated_at" => {
                 let col = col_any(&row, &k[1..]);
-                Operand::Json(format!("CASE WHEN {col} IS NOT NULL THEN to_jsonb({}) END", iso_time(&col)))
+                Operand::Json(JsonSql::expr(format!("CASE WHEN {col} IS NOT NULL THEN to_jsonb({}) END", iso_time(&col))))
             }
-            _ => Operand::Json(format!("({} -> {})", col_any(&row, "metadata"), cx.params.text(k.clone()))),
+            _ => Operand::Json(JsonSql::key(col_any(&row, "metadata"), cx.params.text(k.clone()))),
         },
     })
 }
@@ -176,7 +219,8 @@ fn as_json(cx: &mut Cx, o: &Operand) -> String {
     match o {
         Operand::Lit(v) => cx.params.json(v.clone()),
         Operand::Text(t) => format!("to_jsonb({t})"),
-        Operand::Json(j) | Operand::Object(j) => j.clone(),
+        Operand::Json(j) => j.to_string(),
+        Operand::Object(j) => j.clone(),
         Operand::Id(e, VarKind::Concept) => format!("to_jsonb('C:' || {e})"),
         Operand::Id(e, _) => format!("to_jsonb(kip.element_ref({}, {e}))", cx.space_sql),
     }
@@ -341,16 +385,17 @@ pub(crate) fn typed_paths(clauses: &[WhereClause]) -> Vec<(DotPath, JsonType)> {
     out
 }
 
-fn json_vs_literal(cx: &mut Cx, op: CompareOp, j: &str, v: &Json) -> Result<String, KipError> {
+fn json_vs_literal(cx: &mut Cx, op: CompareOp, j: &JsonSql, v: &Json) -> Result<String, KipError> {
     let o = sql_op(op);
     Ok(match v {
         Json::Number(n) => {
-            let p = cx.params.text(n.to_string());
-            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'number' THEN ({j})::numeric {o} ({p})::numeric ELSE false END, false)")
+            let p = cx.params.numeric(n);
+            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'number' THEN ({j})::numeric {o} {p} ELSE false END, false)")
         }
         Json::String(s) => {
             let p = cx.params.text(s.clone());
-            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'string' THEN ({j} #>> '{{}}') COLLATE \"C\" {o} {p} COLLATE \"C\" ELSE false END, false)")
+            let t = j.string_text();
+            format!("coalesce(CASE WHEN jsonb_typeof({j}) = 'string' THEN {t} COLLATE \"C\" {o} {p} COLLATE \"C\" ELSE false END, false)")
         }
         Json::Bool(b) => {
             let p = cx.params.push(SqlParam::Bool(*b));
@@ -403,7 +448,7 @@ fn as_text(cx: &mut Cx, o: &Operand) -> Result<String, KipError> {
         Operand::Lit(Json::String(s)) => cx.params.text(s.clone()),
         Operand::Lit(_) => "NULL::text".into(),
         Operand::Text(t) => t.clone(),
-        Operand::Json(j) => format!("(CASE WHEN jsonb_typeof({j}) = 'string' THEN {j} #>> '{{}}' END)"),
+        Operand::Json(j) => format!("(CASE WHEN jsonb_typeof({j}) = 'string' THEN {} END)", j.string_text()),
         Operand::Id(e, VarKind::Concept) => format!("('C:' || {e})"),
         Operand::Id(e, _) => format!("kip.element_ref({}, {e})", cx.space_sql),
         Operand::Object(_) => return Err(not_comparable("an attributes/metadata path")),
@@ -439,9 +484,9 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
     if func == FilterFunc::Contains {
         if let Operand::Json(j) = &a {
             // CONTAINS also tests membership in an array value.
-            let bj = as_json(cx, &b);
+            let (bj, t) = (as_json(cx, &b), j.string_text());
             return Ok(format!(
-                "coalesce(CASE jsonb_typeof({j}) WHEN 'string' THEN strpos({j} #>> '{{}}', {bt}) > 0 \
+                "coalesce(CASE jsonb_typeof({j}) WHEN 'string' THEN strpos({t}, {bt}) > 0 \
                  WHEN 'array' THEN {j} @> jsonb_build_array({bj}) ELSE false END, false)"
             ));
         }

@@ -20,7 +20,7 @@
 //!   values. SUM/AVG use the numbers; MIN/MAX the numbers, else the strings.
 
 use crate::compile::element::{concept_json, proposition_json};
-use crate::compile::filter::{path_operand, JsonType, Operand, VarAccess};
+use crate::compile::filter::{path_operand, JsonSql, JsonType, Operand, VarAccess};
 use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, VarKind};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Predicate, Projection, PropPattern, WhereClause};
 use kip_lang::KipError;
@@ -309,7 +309,8 @@ fn operand_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath, operan
     match operand {
         Operand::Id(expr, kind) => whole_json(access, cx, &path.var, kind, &expr),
         Operand::Text(t) => format!("to_jsonb({t})"),
-        Operand::Json(j) | Operand::Object(j) => j,
+        Operand::Json(j) => j.into_sql(),
+        Operand::Object(j) => j,
         Operand::Lit(v) => cx.params.json(v),
     }
 }
@@ -322,7 +323,7 @@ pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath
         Operand::Id(expr, VarKind::Predicate) | Operand::Text(expr) => vec![format!("({expr}) COLLATE \"C\"")],
         Operand::Id(expr, _) => vec![expr],
         Operand::Json(j) => {
-            let mut keys = json_sort(&j);
+            let mut keys = json_sort_keys(&j);
             match known {
                 Some(t) => vec![keys.swap_remove(t.sort_key())],
                 None => keys,
@@ -335,9 +336,13 @@ pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath
 
 /// Sort keys of a jsonb value: numbers, then strings, then booleans.
 pub(crate) fn json_sort(j: &str) -> Vec<String> {
+    json_sort_keys(&JsonSql::expr(j.to_string()))
+}
+
+fn json_sort_keys(j: &JsonSql) -> Vec<String> {
     vec![
         format!("(CASE WHEN jsonb_typeof({j}) = 'number' THEN ({j})::numeric END)"),
-        format!("(CASE WHEN jsonb_typeof({j}) = 'string' THEN {j} #>> '{{}}' END) COLLATE \"C\""),
+        format!("(CASE WHEN jsonb_typeof({j}) = 'string' THEN {} END) COLLATE \"C\"", j.string_text()),
         format!("(CASE WHEN jsonb_typeof({j}) = 'boolean' THEN ({j})::boolean END)"),
     ]
 }

@@ -189,8 +189,8 @@ fn independent_clause_groups_are_full_joined() {
 fn filter_comparisons_and_functions() {
     assert_pattern(
         r#"?x {type: "Drug"} FILTER(?x.attributes.level > 3 && REGEX(?x.name, "^a"))"#,
-        "SELECT DISTINCT s.v_1 FROM (SELECT c1.id AS v_1 FROM kip.concepts c1 WHERE c1.space = $1::text AND c1.type = $2::text AND ((coalesce(CASE WHEN jsonb_typeof((c1.attributes -> $3::text)) = 'number' THEN ((c1.attributes -> $3::text))::numeric > ($4::text)::numeric ELSE false END, false)) AND (coalesce(c1.name ~ $5::text, false)))) s",
-        vec![text(SPACE), text("Drug"), text("level"), text("3"), text("^a")],
+        "SELECT DISTINCT s.v_1 FROM (SELECT c1.id AS v_1 FROM kip.concepts c1 WHERE c1.space = $1::text AND c1.type = $2::text AND ((coalesce(CASE WHEN jsonb_typeof((c1.attributes -> $3::text)) = 'number' THEN ((c1.attributes -> $3::text))::numeric > $4::numeric ELSE false END, false)) AND (coalesce(c1.name ~ $5::text, false)))) s",
+        vec![text(SPACE), text("Drug"), text("level"), SqlParam::Numeric("3".into()), text("^a")],
     );
 }
 

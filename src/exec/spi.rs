@@ -70,6 +70,10 @@ impl SqlParam {
             SqlParam::Text(s) => DatumWithOid::from(s.clone()),
             SqlParam::Int(i) => DatumWithOid::from(*i),
             SqlParam::Float(f) => DatumWithOid::from(*f),
+            SqlParam::Numeric(n) => match pgrx::AnyNumeric::try_from(n.as_str()) {
+                Ok(n) => DatumWithOid::from(n),
+                Err(_) => DatumWithOid::null::<pgrx::AnyNumeric>(),
+            },
             SqlParam::Bool(b) => DatumWithOid::from(*b),
             // SAFETY: a jsonb datum, tagged with its type.
             SqlParam::Json(v) => match super::jsonb::from_value(v) {
