@@ -208,7 +208,7 @@ fn filter_compares_json_types_strictly() {
         TYPES,
         r#"UPSERT {
           CONCEPT ?a { {type: "Node", name: "num"} SET ATTRIBUTES { x: 5, t: "2025-03-01T00:00:00Z", tag: ["red", "blue"] } }
-          CONCEPT ?b { {type: "Node", name: "str"} SET ATTRIBUTES { x: "5", t: "2024-12-31T23:59:59Z" } }
+          CONCEPT ?b { {type: "Node", name: "str"} SET ATTRIBUTES { x: "5", t: "2024-12-31T23:59:59Z", q: "é\"z" } }
           CONCEPT ?c { {type: "Node", name: "bool"} SET ATTRIBUTES { x: true } }
           CONCEPT ?d { {type: "Node", name: "null"} SET ATTRIBUTES { x: null } }
           CONCEPT ?e { {type: "Node", name: "none"} }
@@ -234,6 +234,14 @@ fn filter_compares_json_types_strictly() {
     assert_eq!(q(&mut c, r#"IN(?n.attributes.x, [null, 5])"#), set(&["num", "null", "none"]));
     assert_eq!(q(&mut c, r#"IN(?n.name, ["str", null])"#), set(&["str"]));
     assert_eq!(q(&mut c, r#"CONTAINS(?n.attributes.tag, "red")"#), set(&["num"]));
+    // A string value is read as its unescaped text; numbers compare by
+    // value whatever their literal's form.
+    assert_eq!(q(&mut c, r#"CONTAINS(?n.attributes.t, "2025-03")"#), set(&["num"]));
+    assert_eq!(q(&mut c, r#"?n.attributes.q >= "é\"" && ?n.attributes.q < "é#""#), set(&["str"]));
+    assert_eq!(q(&mut c, r#"STARTS_WITH(?n.attributes.q, "é\"")"#), set(&["str"]));
+    assert_eq!(q(&mut c, "?n.attributes.x > 10.25"), set(&["big"]));
+    assert_eq!(q(&mut c, "?n.attributes.x >= 1e1"), set(&["big"]));
+    assert_eq!(q(&mut c, "?n.attributes.x > -0.5 && ?n.attributes.x <= 5.0"), set(&["num"]));
     assert_eq!(q(&mut c, r#"STARTS_WITH(?n.name, "n") && ENDS_WITH(?n.name, "e")"#), set(&["none"]));
     assert_eq!(q(&mut c, r#"REGEX(?n.name, "^(num|str)$")"#), set(&["num", "str"]));
     // Cross-variable comparison: same types only.
