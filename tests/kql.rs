@@ -220,6 +220,12 @@ fn filter_compares_json_types_strictly() {
     assert_eq!(q(&mut c, "?n.attributes.x < 10"), set(&["num"]));
     assert_eq!(q(&mut c, r#"?n.attributes.x == "5""#), set(&["str"]));
     assert_eq!(q(&mut c, "?n.attributes.x == 5"), set(&["num"]));
+    assert_eq!(q(&mut c, "?n.attributes.x == 5.0"), set(&["num"]));
+    assert_eq!(q(&mut c, "!(?n.attributes.x == 5)"), set(&["str", "bool", "null", "none", "big"]));
+    // An array holding the value is not equal to it.
+    assert_eq!(q(&mut c, r#"?n.attributes.tag == "red""#), set(&[]));
+    assert_eq!(q(&mut c, r#"IN(?n.attributes.tag, ["red", "blue"])"#), set(&[]));
+    assert_eq!(q(&mut c, r#"!IN(?n.attributes.x, [5, "5"])"#), set(&["bool", "null", "none", "big"]));
     assert_eq!(q(&mut c, r#"?n.attributes.x != "5""#), set(&[]));
     assert_eq!(q(&mut c, "?n.attributes.x == true"), set(&["bool"]));
     assert_eq!(q(&mut c, "?n.attributes.x > false"), set(&["bool"]));
