@@ -309,7 +309,7 @@ fn operand_json(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath, operan
     match operand {
         Operand::Id(expr, kind) => whole_json(access, cx, &path.var, kind, &expr),
         Operand::Text(t) => format!("to_jsonb({t})"),
-        Operand::Json(j) => j.into_sql(),
+        Operand::Json(j) => j.to_string(),
         Operand::Object(j) => j,
         Operand::Lit(v) => cx.params.json(v),
     }
@@ -336,7 +336,7 @@ pub(crate) fn path_sort(access: &mut SolutionAccess, cx: &mut Cx, path: &DotPath
 
 /// Sort keys of a jsonb value: numbers, then strings, then booleans.
 pub(crate) fn json_sort(j: &str) -> Vec<String> {
-    json_sort_keys(&JsonSql::expr(j.to_string()))
+    json_sort_keys(&JsonSql::Expr(j.to_string()))
 }
 
 fn json_sort_keys(j: &JsonSql) -> Vec<String> {
