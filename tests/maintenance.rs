@@ -491,6 +491,59 @@ fn worker_is_running_when_preloaded() {
     panic!("no 'kip worker' backend on database kip in pg_stat_activity although kip is preloaded");
 }
 
+/// CPU time (user + system, in clock ticks of 1/100 s) of a local process,
+/// or `None` when it is not visible from here (a server on another host).
+fn cpu_ticks(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses: state is the
+    // first, utime and stime the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// A worker whose database lacks the extension (the cluster's `kip`
+/// database, created empty by scripts/cluster.sh) looks for it again each
+/// `kip.embedding_naptime` and otherwise sleeps: it does not spin a core.
+#[test]
+fn worker_sleeps_where_the_extension_is_not_installed() {
+    let mut c = connect();
+    let preload: String = c.query_one("SHOW shared_preload_libraries", &[]).unwrap().get(0);
+    if !preload.split(',').any(|l| l.trim().trim_matches('"') == "kip") {
+        eprintln!("skipped: shared_preload_libraries ({preload:?}) lacks kip; the maintenance worker is not registered on this cluster");
+        return;
+    }
+    let Ok(mut kip_db) = Client::connect(&dsn_for("kip"), NoTls) else {
+        eprintln!("skipped: no database kip on this cluster");
+        return;
+    };
+    let installed: bool = kip_db.query_one("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'kip')", &[]).unwrap().get(0);
+    if installed {
+        eprintln!("skipped: the kip extension is installed in database kip");
+        return;
+    }
+    let mut pid = None;
+    for _ in 0..150 {
+        pid = c
+            .query_opt("SELECT pid FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = 'kip'", &[])
+            .unwrap()
+            .map(|r| r.get::<_, i32>(0));
+        if pid.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let pid = pid.expect("no 'kip worker' backend on database kip although kip is preloaded");
+    let Some(before) = cpu_ticks(pid) else {
+        eprintln!("skipped: the server's processes are not visible in this host's /proc");
+        return;
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let after = cpu_ticks(pid).expect("the worker is still running");
+    // A worker looking every 500 ms uses well under 0.1 s of these 2 s; one
+    // that spins uses most of them.
+    assert!(after - before < 40, "the kip worker of database kip used {} ms of CPU in 2 s", (after - before) * 10);
+}
+
 /// The sweep locks what it reclaims or decays as it selects it, skipping
 /// what an agent is writing: an Event an agent sets back to pending, or a
 /// link it strengthens, in a transaction open while the cycle runs, is

@@ -12,6 +12,9 @@
 //! * every `kip.maintenance_interval` seconds (first cycle right after
 //!   start), runs the maintenance cycle on every space.
 //!
+//! Where the extension is not installed (yet), the worker looks again every
+//! `kip.embedding_naptime` milliseconds, and does nothing else.
+//!
 //! SIGHUP reloads the configuration (a new interval applies at once); SIGTERM
 //! stops the worker between two steps, and the postmaster starts it again
 //! 10 s later unless the server is shutting down. A failing step is logged as a WARNING
@@ -56,12 +59,16 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
     log!("kip worker started on database {database:?}");
     let mut last_cycle: Option<Instant> = None;
+    // Until the extension is installed there is nothing to do but look
+    // again a naptime later: the first cycle, due at once, waits for it.
+    let mut installed_at_last_look = true;
     loop {
         let naptime = Duration::from_millis(settings::EMBEDDING_NAPTIME.get().max(10) as u64);
         let interval = settings::INTERVAL.get();
         let until_cycle = match (interval, last_cycle) {
             (i, _) if i <= 0 => naptime,
-            (_, None) => Duration::ZERO,
+            (_, None) if installed_at_last_look => Duration::ZERO,
+            (_, None) => naptime,
             (i, Some(at)) => (at + Duration::from_secs(i as u64)).saturating_duration_since(Instant::now()),
         };
         let wait = naptime.min(until_cycle);
@@ -74,7 +81,8 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
         if BackgroundWorker::sigterm_received() {
             break;
         }
-        if !installed() {
+        installed_at_last_look = installed();
+        if !installed_at_last_look {
             continue;
         }
         if embed_backlog() == Turn::Stop {
