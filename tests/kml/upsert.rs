@@ -279,3 +279,139 @@ fn consecutive_concept_blocks_behave_as_one_by_one() {
     assert!(!exists(&mut c, "Drug", "Ginger"));
     assert!(!exists(&mut c, "Symptom", "Nausea"));
 }
+
+/// A run of concept blocks whose links name concepts by handle or by
+/// `{type, name}` is written with its links in one statement, with the
+/// result of the blocks one by one: objects found among the run's own
+/// concepts and the stored ones, layered link metadata, a link written
+/// again merging its metadata, the first missing object in block order
+/// reported with nothing written, and the runs it leaves to the blocks one
+/// by one (a self-loop, a link repeated in a block, a handle from before
+/// the run) unchanged.
+#[test]
+fn a_run_with_its_links_in_one_statement_behaves_as_one_by_one() {
+    let mut c = medical("fused");
+    let capsule = r#"UPSERT {
+             CONCEPT ?s { {type: "Symptom", name: "Nausea"} SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?d {
+               {type: "Drug", name: "Ginger"} SET ATTRIBUTES { risk_level: 0 }
+               SET PROPOSITIONS {
+                 ("treats", ?s) WITH METADATA { confidence: 0.6 }
+                 ("treats", {type: "Symptom", name: "Headache"})
+                 ("treats", {type: "Symptom", name: "Nausea"}) WITH METADATA { note: "same as ?s: merged in order" }
+               }
+             } WITH METADATA { source: "block" }
+           } WITH METADATA { source: "statement", confidence: 0.9 }"#;
+    // The third link is the first one's triple again: that run is written
+    // block by block, the later entry's metadata merging last.
+    let out = run(&mut c, capsule);
+    assert_eq!(out["upsert_concept_nodes"].as_array().map(Vec::len), Some(2), "{out}");
+    let nausea = run(&mut c, r#"FIND(?l) WHERE { ?l ({type: "Drug", name: "Ginger"}, "treats", {type: "Symptom", name: "Nausea"}) }"#);
+    let meta = &nausea[0]["metadata"];
+    assert_eq!((meta["source"].clone(), meta["confidence"].clone(), meta["note"].clone()), (json!("block"), json!(0.9), json!("same as ?s: merged in order")));
+    // Distinct links: one statement. Objects by handle (a concept the run
+    // creates), by `{type, name}` of a stored concept and of one the run
+    // writes, with metadata layered statement < block < link.
+    let out = run(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?s { {type: "Symptom", name: "Dizziness"} SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?t { {type: "Symptom", name: "Vertigo"} SET ATTRIBUTES { severity: "high" } }
+             CONCEPT ?d {
+               {type: "Drug", name: "Meclizine"} SET ATTRIBUTES { risk_level: 1 }
+               SET PROPOSITIONS {
+                 ("treats", ?s) WITH METADATA { confidence: 0.6 }
+                 ("treats", {type: "Symptom", name: "Headache"})
+                 ("treats", {type: "Symptom", name: "Vertigo"})
+               }
+             } WITH METADATA { source: "block" }
+           } WITH METADATA { source: "statement", confidence: 0.9 }"#,
+    );
+    let ids = out["upsert_concept_nodes"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(ids[2], concept(&mut c, "Drug", "Meclizine")["id"], "{out}");
+    let links = run(
+        &mut c,
+        r#"FIND(?o.name, ?l.metadata) WHERE { ?l ({type: "Drug", name: "Meclizine"}, "treats", ?o) } ORDER BY ?o.name ASC"#,
+    );
+    // One column per projected variable, rows aligned.
+    let (names, metas) = (links[0].as_array().unwrap_or_else(|| panic!("{links}")), links[1].as_array().unwrap_or_else(|| panic!("{links}")));
+    let found: Vec<(Value, Value, Value)> =
+        names.iter().zip(metas).map(|(n, m)| (n.clone(), m["source"].clone(), m["confidence"].clone())).collect();
+    assert_eq!(
+        found,
+        vec![
+            (json!("Dizziness"), json!("block"), json!(0.6)),
+            (json!("Headache"), json!("block"), json!(0.9)),
+            (json!("Vertigo"), json!("block"), json!(0.9)),
+        ],
+        "{links}"
+    );
+    // The same capsule again: the links are merged into, not repeated.
+    let before = link_count(&mut c);
+    run(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?s { {type: "Symptom", name: "Dizziness"} SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?d {
+               {type: "Drug", name: "Meclizine"} SET ATTRIBUTES { risk_level: 1 }
+               SET PROPOSITIONS { ("treats", ?s) WITH METADATA { confidence: 0.8 } ("treats", {type: "Symptom", name: "Headache"}) }
+             }
+           }"#,
+    );
+    assert_eq!(link_count(&mut c), before);
+    let dizziness = run(&mut c, r#"FIND(?l.metadata) WHERE { ?l ({type: "Drug", name: "Meclizine"}, "treats", {type: "Symptom", name: "Dizziness"}) }"#);
+    assert_eq!((dizziness[0]["confidence"].clone(), dizziness[0]["source"].clone()), (json!(0.8), json!("block")), "{dizziness}");
+    // Missing objects: the first in block order is reported, and nothing
+    // of the statement is written.
+    let before = link_count(&mut c);
+    let err = error(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?a { {type: "Drug", name: "Quinine"} SET ATTRIBUTES { risk_level: 3 }
+               SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Fever"}) ("treats", {type: "Symptom", name: "Cramp"}) } }
+             CONCEPT ?b { {type: "Drug", name: "Tonic"} SET ATTRIBUTES { risk_level: 0 }
+               SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Ague"}) } }
+           }"#,
+    );
+    assert_eq!(err["code"], "KIP_3002", "{err}");
+    let message = err["message"].as_str().unwrap_or_default();
+    assert!(message.contains(r#"{type: "Symptom", name: "Cramp"}"#), "{err}");
+    assert!(!exists(&mut c, "Drug", "Quinine") && !exists(&mut c, "Drug", "Tonic"));
+    assert_eq!(link_count(&mut c), before);
+    // A self-loop, by handle or by identity, is still refused.
+    for target in ["?a", r#"{type: "Drug", name: "Sotalol"}"#] {
+        let code = fails(
+            &mut c,
+            &format!(
+                r#"UPSERT {{
+                     CONCEPT ?s {{ {{type: "Symptom", name: "Palpitations"}} SET ATTRIBUTES {{ severity: "mild" }} }}
+                     CONCEPT ?a {{ {{type: "Drug", name: "Sotalol"}} SET ATTRIBUTES {{ risk_level: 2 }} SET PROPOSITIONS {{ ("treats", {target}) }} }}
+                   }}"#
+            ),
+        );
+        assert_eq!(code, "KIP_1001", "self-loop through {target}");
+        assert!(!exists(&mut c, "Drug", "Sotalol"));
+    }
+    // A handle defined before the run (here by a block with EXPECT VERSION),
+    // then a handle defined twice in a run: the later definition holds.
+    run(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?x { {type: "Symptom", name: "Insomnia"} EXPECT VERSION 0 SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?y { {type: "Symptom", name: "Anxiety"} SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?d { {type: "Drug", name: "Melatonin"} SET ATTRIBUTES { risk_level: 0 } SET PROPOSITIONS { ("treats", ?x) } }
+           }"#,
+    );
+    let melatonin = run(&mut c, r#"FIND(?o.name) WHERE { ({type: "Drug", name: "Melatonin"}, "treats", ?o) }"#);
+    assert_eq!(melatonin, json!(["Insomnia"]));
+    run(
+        &mut c,
+        r#"UPSERT {
+             CONCEPT ?y { {type: "Symptom", name: "Anxiety"} SET ATTRIBUTES { severity: "high" } }
+             CONCEPT ?y { {type: "Symptom", name: "Restlessness"} SET ATTRIBUTES { severity: "mild" } }
+             CONCEPT ?e { {type: "Drug", name: "Valerian"} SET ATTRIBUTES { risk_level: 0 } SET PROPOSITIONS { ("treats", ?y) } }
+           }"#,
+    );
+    let valerian = run(&mut c, r#"FIND(?o.name) WHERE { ({type: "Drug", name: "Valerian"}, "treats", ?o) }"#);
+    assert_eq!(valerian, json!(["Restlessness"]));
+}
