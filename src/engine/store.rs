@@ -103,31 +103,20 @@ pub struct ConceptWrite<'a> {
 /// executor start-up and one firing of the statement triggers instead of
 /// one per concept); their row ids, in the order given.
 pub fn concepts_merge(space: &Space, concepts: &[ConceptWrite<'_>]) -> Result<Vec<i64>, KipError> {
+    let rows: Vec<Value> = concepts
+        .iter()
+        .map(|c| serde_json::json!({ "t": c.type_name, "n": c.name, "a": Value::Object(c.attrs.clone()), "m": Value::Object(c.meta.clone()) }))
+        .collect();
     let rows = spi::query(
         "INSERT INTO kip.concepts AS c (space, type, name, attributes, metadata) \
          SELECT $1, u.t, u.n, u.a, u.m FROM jsonb_to_recordset($2) AS u(t text, n text, a jsonb, m jsonb) \
          ON CONFLICT (space, type, name) DO UPDATE \
          SET attributes = c.attributes || EXCLUDED.attributes, metadata = c.metadata || EXCLUDED.metadata \
          RETURNING id, type, name",
-        &[space.param(), concept_writes_param(concepts)],
+        &[space.param(), SqlParam::Json(Value::Array(rows))],
         Access::ReadWrite,
     )?;
-    ids_in_order(concepts, &rows.iter().collect::<Vec<_>>())
-}
-
-/// The `jsonb_to_recordset(…) AS u(t text, n text, a jsonb, m jsonb)`
-/// parameter of concept writes.
-fn concept_writes_param(concepts: &[ConceptWrite<'_>]) -> SqlParam {
-    let rows = concepts
-        .iter()
-        .map(|c| serde_json::json!({ "t": c.type_name, "n": c.name, "a": Value::Object(c.attrs.clone()), "m": Value::Object(c.meta.clone()) }))
-        .collect();
-    SqlParam::Json(Value::Array(rows))
-}
-
-/// The row ids of `concepts` from `RETURNING id, type, name` rows, which
-/// have no defined order: matched back by identity.
-fn ids_in_order(concepts: &[ConceptWrite<'_>], rows: &[&Vec<Value>]) -> Result<Vec<i64>, KipError> {
+    // RETURNING has no defined order: match the rows back by identity.
     concepts
         .iter()
         .map(|c| {
@@ -238,77 +227,6 @@ pub fn proposition_upsert(space: &Space, s: ElementRef, predicate: &str, o: Elem
     let params = triple_params(space, s, predicate, o, attrs, meta);
     let rows = SQL.with(|sql| spi::query(sql, &params, Access::ReadWrite))?;
     Ok(first_id(rows).unwrap_or_default())
-}
-
-/// One link of [`concepts_with_links_merge`], from a concept of the same
-/// statement (`subject`, an index into its concepts) to a concept named by
-/// `{type, name}`: one of the statement's own concepts or one already
-/// stored.
-pub struct NamedLinkWrite<'a> {
-    pub subject: usize,
-    pub predicate: &'a str,
-    pub object_type: &'a str,
-    pub object_name: &'a str,
-    pub meta: JsonMap,
-}
-
-/// [`concepts_merge`] and then [`propositions_merge`] of links from those
-/// concepts, in one statement: the concepts are created or merged into,
-/// each link's object is looked up by `{type, name}` among them and then
-/// among the stored concepts, and each link whose object exists is
-/// created or has its metadata merged in. The links must be distinct
-/// triples, none from a concept to itself.
-///
-/// Returns the concepts' row ids in the order given, and the indexes of
-/// the links whose object does not exist (those were not written).
-pub fn concepts_with_links_merge(
-    space: &Space,
-    concepts: &[ConceptWrite<'_>],
-    links: &[NamedLinkWrite<'_>],
-) -> Result<(Vec<i64>, Vec<usize>), KipError> {
-    let link_rows: Vec<Value> = links
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let subject = &concepts[l.subject];
-            serde_json::json!({
-                "i": i, "st": subject.type_name, "sn": subject.name, "p": l.predicate,
-                "ot": l.object_type, "on": l.object_name, "m": Value::Object(l.meta.clone()),
-            })
-        })
-        .collect();
-    // Data-modifying CTEs see the table as it was before the statement:
-    // an object written by this statement is found in `c` (its RETURNING),
-    // any other in the table. The final SELECT lists the concepts' ids and
-    // the links left unwritten for want of an object.
-    let rows = spi::query(
-        "WITH c AS ( \
-           INSERT INTO kip.concepts AS c (space, type, name, attributes, metadata) \
-           SELECT $1, u.t, u.n, u.a, u.m FROM jsonb_to_recordset($2) AS u(t text, n text, a jsonb, m jsonb) \
-           ON CONFLICT (space, type, name) DO UPDATE \
-           SET attributes = c.attributes || EXCLUDED.attributes, metadata = c.metadata || EXCLUDED.metadata \
-           RETURNING id, type, name), \
-         l AS ( \
-           SELECT k.i, k.p, k.m, \
-                  (SELECT c.id FROM c WHERE c.type = k.st AND c.name = k.sn) AS s, \
-                  coalesce((SELECT c.id FROM c WHERE c.type = k.ot AND c.name = k.\"on\"), \
-                           (SELECT x.id FROM kip.concepts x WHERE x.space = $1 AND x.type = k.ot AND x.name = k.\"on\")) AS o \
-           FROM jsonb_to_recordset($3) AS k(i int, st text, sn text, p text, ot text, \"on\" text, m jsonb)), \
-         w AS ( \
-           INSERT INTO kip.propositions AS p (space, subject_concept, predicate, object_concept, attributes, metadata) \
-           SELECT $1, l.s, l.p, l.o, '{}'::jsonb, l.m FROM l WHERE l.o IS NOT NULL \
-           ON CONFLICT (space, subject, predicate, object) DO UPDATE \
-           SET attributes = p.attributes || EXCLUDED.attributes, metadata = p.metadata || EXCLUDED.metadata) \
-         SELECT c.id, c.type, c.name, NULL::int FROM c \
-         UNION ALL SELECT NULL, NULL, NULL, l.i FROM l WHERE l.o IS NULL",
-        &[space.param(), concept_writes_param(concepts), SqlParam::Json(Value::Array(link_rows))],
-        Access::ReadWrite,
-    )?;
-    let (concept_rows, missing): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.get(3).is_none_or(Value::is_null));
-    let ids = ids_in_order(concepts, &concept_rows)?;
-    let mut missing: Vec<usize> = missing.iter().map(|r| int_at(r, 3) as usize).collect();
-    missing.sort_unstable();
-    Ok((ids, missing))
 }
 
 /// One link of [`propositions_merge`]: `(s, p, o)` and the metadata to merge.

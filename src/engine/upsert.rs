@@ -6,13 +6,10 @@
 //! ordinary concept blocks share one write statement (`plain_run`), with
 //! the same result as one by one: a Formation capsule's Domain, Person and
 //! Event blocks cost one executor start-up and one firing of the history
-//! triggers instead of three. When every link of the run names a concept
-//! by handle or `{type, name}`, the links join that statement (`fused`):
-//! the whole capsule is one statement. Any error
+//! triggers instead of three. Any error
 //! aborts the statement; the engine runs every command in a subtransaction,
 //! so an aborted statement (e.g. a stale `EXPECT VERSION`) leaves no trace.
 
-mod fused;
 mod preflight;
 mod resolve;
 mod write;
@@ -51,11 +48,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         let run = plain_run(&upsert.items[i..], &statement_meta);
         if run.len() >= 2 {
             i += run.len();
-            let ids = match fused::links(&run) {
-                Some(links) if !links.is_empty() => fused::write(ctx, &mut handles, &run, &links)?,
-                _ => write::concept_run(ctx, &mut handles, &run)?,
-            };
-            for id in ids {
+            for id in write::concept_run(ctx, &mut handles, &run)? {
                 concepts.push(format!("C:{id}"));
             }
             continue;

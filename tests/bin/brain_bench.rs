@@ -94,6 +94,7 @@ struct Timed {
 }
 
 fn main() {
+    let _awake = kip_integration_tests::hold_cpus_awake();
     let Some(shared) = shared_dir() else {
         println!("../shared absent: the Brain prompts are not here, nothing to run");
         return;

@@ -93,6 +93,7 @@ fn load(c: &mut Client, space: &str, size: i64) {
 }
 
 fn main() {
+    let _awake = kip_integration_tests::hold_cpus_awake();
     let mut setup = connect();
     println!("bulk KML: one kip_execute call per command, durable commit; peak = the backend's private memory (RssAnon) while the command ran");
     println!("| matches | command | time | rate | backend peak (before) |");

@@ -327,6 +327,7 @@ fn governed_fixed_cost(c: &mut Client) {
 }
 
 fn main() {
+    let _awake = kip_integration_tests::hold_cpus_awake();
     ensure_database("kip_bench");
     let mut c = Client::connect(&dsn_for("kip_bench"), NoTls).expect("connect kip_bench");
     if std::env::args().nth(1).as_deref() == Some("walks") {

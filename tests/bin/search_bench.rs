@@ -181,6 +181,7 @@ fn load_average() -> String {
 }
 
 fn main() {
+    let _awake = kip_integration_tests::hold_cpus_awake();
     let n: i64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let mut c = connect();
     let space = format!("bench_search_{n}");

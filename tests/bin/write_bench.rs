@@ -114,6 +114,7 @@ fn set_history(c: &mut postgres::Client, on: bool) {
 }
 
 fn main() {
+    let _awake = kip_integration_tests::hold_cpus_awake();
     let arg = std::env::args().nth(1);
     let mut c = connect();
     if arg.as_deref() == Some("scale") {

@@ -280,17 +280,15 @@ fn consecutive_concept_blocks_behave_as_one_by_one() {
     assert!(!exists(&mut c, "Symptom", "Nausea"));
 }
 
-/// A run of concept blocks whose links name concepts by handle or by
-/// `{type, name}` is written with its links in one statement, with the
+/// The links of a concept run (written after the run's concepts) give the
 /// result of the blocks one by one: objects found among the run's own
 /// concepts and the stored ones, layered link metadata, a link written
-/// again merging its metadata, the first missing object in block order
-/// reported with nothing written, and the runs it leaves to the blocks one
-/// by one (a self-loop, a link repeated in a block, a handle from before
-/// the run) unchanged.
+/// again merging its metadata, a triple repeated in a block merging in
+/// order, the first missing object in block order reported with nothing
+/// written, self-loops refused, and handles naming their latest definition.
 #[test]
-fn a_run_with_its_links_in_one_statement_behaves_as_one_by_one() {
-    let mut c = medical("fused");
+fn the_links_of_a_concept_run_behave_as_one_by_one() {
+    let mut c = medical("runlinks");
     let capsule = r#"UPSERT {
              CONCEPT ?s { {type: "Symptom", name: "Nausea"} SET ATTRIBUTES { severity: "mild" } }
              CONCEPT ?d {
@@ -302,16 +300,16 @@ fn a_run_with_its_links_in_one_statement_behaves_as_one_by_one() {
                }
              } WITH METADATA { source: "block" }
            } WITH METADATA { source: "statement", confidence: 0.9 }"#;
-    // The third link is the first one's triple again: that run is written
-    // block by block, the later entry's metadata merging last.
+    // The third link is the first one's triple again: the later entry's
+    // metadata merges last.
     let out = run(&mut c, capsule);
     assert_eq!(out["upsert_concept_nodes"].as_array().map(Vec::len), Some(2), "{out}");
     let nausea = run(&mut c, r#"FIND(?l) WHERE { ?l ({type: "Drug", name: "Ginger"}, "treats", {type: "Symptom", name: "Nausea"}) }"#);
     let meta = &nausea[0]["metadata"];
     assert_eq!((meta["source"].clone(), meta["confidence"].clone(), meta["note"].clone()), (json!("block"), json!(0.9), json!("same as ?s: merged in order")));
-    // Distinct links: one statement. Objects by handle (a concept the run
-    // creates), by `{type, name}` of a stored concept and of one the run
-    // writes, with metadata layered statement < block < link.
+    // Objects by handle (a concept the run creates), by `{type, name}` of a
+    // stored concept and of one the run writes, with metadata layered
+    // statement < block < link.
     let out = run(
         &mut c,
         r#"UPSERT {
@@ -378,7 +376,7 @@ fn a_run_with_its_links_in_one_statement_behaves_as_one_by_one() {
     assert!(message.contains(r#"{type: "Symptom", name: "Cramp"}"#), "{err}");
     assert!(!exists(&mut c, "Drug", "Quinine") && !exists(&mut c, "Drug", "Tonic"));
     assert_eq!(link_count(&mut c), before);
-    // A self-loop, by handle or by identity, is still refused.
+    // A self-loop, by handle or by identity, is refused.
     for target in ["?a", r#"{type: "Drug", name: "Sotalol"}"#] {
         let code = fails(
             &mut c,

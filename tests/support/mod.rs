@@ -118,3 +118,28 @@ pub fn shared_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared");
     dir.is_dir().then(|| dir.canonicalize().unwrap_or(dir))
 }
+
+/// Holds `/dev/cpu_dma_latency` at 0 while the returned file is open: the
+/// kernel then keeps idle CPUs polling instead of halting them. On a
+/// virtual machine a halted vCPU takes long to wake (on the 2-core VM of
+/// benches/RESULTS.md it added ~110 µs to a 30 µs primary-key read), which
+/// every client/server round trip pays and which varies with whatever else keeps a CPU busy;
+/// latency benchmarks hold it, as `cyclictest` does. Needs root; without
+/// it the benchmark runs as is and says so.
+pub fn hold_cpus_awake() -> Option<std::fs::File> {
+    use std::io::Write;
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .and_then(|mut f| f.write_all(&0i32.to_ne_bytes()).map(|()| f));
+    match held {
+        Ok(f) => {
+            println!("CPU idle states: held at polling while the benchmark runs (/dev/cpu_dma_latency = 0)");
+            Some(f)
+        }
+        Err(e) => {
+            println!("CPU idle states: not held ({e}): round trips include waking idle CPUs");
+            None
+        }
+    }
+}
