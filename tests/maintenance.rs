@@ -469,12 +469,21 @@ fn unknown_space_is_an_error() {
     assert!(message.contains("KIP_3002"), "{message}");
 }
 
+/// Whether the cluster preloads kip, so that its workers run; says why a
+/// test is skipped when it does not.
+fn workers_registered(c: &mut Client) -> bool {
+    let preload: String = c.query_one("SHOW shared_preload_libraries", &[]).unwrap().get(0);
+    let preloaded = preload.split(',').any(|l| l.trim().trim_matches('"') == "kip");
+    if !preloaded {
+        eprintln!("skipped: shared_preload_libraries ({preload:?}) lacks kip; the maintenance worker is not registered on this cluster");
+    }
+    preloaded
+}
+
 #[test]
 fn worker_is_running_when_preloaded() {
     let mut c = connect();
-    let preload: String = c.query_one("SHOW shared_preload_libraries", &[]).unwrap().get(0);
-    if !preload.split(',').any(|l| l.trim().trim_matches('"') == "kip") {
-        eprintln!("skipped: shared_preload_libraries ({preload:?}) lacks kip; the maintenance worker is not registered on this cluster");
+    if !workers_registered(&mut c) {
         return;
     }
     // Up to 30 s: the worker restarts every 10 s until its database exists.
@@ -507,9 +516,7 @@ fn cpu_ticks(pid: i32) -> Option<u64> {
 #[test]
 fn worker_sleeps_where_the_extension_is_not_installed() {
     let mut c = connect();
-    let preload: String = c.query_one("SHOW shared_preload_libraries", &[]).unwrap().get(0);
-    if !preload.split(',').any(|l| l.trim().trim_matches('"') == "kip") {
-        eprintln!("skipped: shared_preload_libraries ({preload:?}) lacks kip; the maintenance worker is not registered on this cluster");
+    if !workers_registered(&mut c) {
         return;
     }
     let Ok(mut kip_db) = Client::connect(&dsn_for("kip"), NoTls) else {
