@@ -486,14 +486,18 @@ fn worker_is_running_when_preloaded() {
     if !workers_registered(&mut c) {
         return;
     }
-    // Up to 30 s: the worker restarts every 10 s until its database exists.
+    kip_worker_pid(&mut c);
+}
+
+/// The pid of the one `kip worker` backend of database `kip`, waiting up to
+/// 30 s for it (the worker restarts every 10 s until its database exists).
+fn kip_worker_pid(c: &mut Client) -> i32 {
     for _ in 0..150 {
-        let n: i64 = c
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = 'kip'", &[])
-            .unwrap()
-            .get(0);
-        if n == 1 {
-            return;
+        let rows = c
+            .query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = 'kip'", &[])
+            .unwrap();
+        if let [row] = rows.as_slice() {
+            return row.get(0);
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
@@ -528,18 +532,7 @@ fn worker_sleeps_where_the_extension_is_not_installed() {
         eprintln!("skipped: the kip extension is installed in database kip");
         return;
     }
-    let mut pid = None;
-    for _ in 0..150 {
-        pid = c
-            .query_opt("SELECT pid FROM pg_stat_activity WHERE backend_type = 'kip worker' AND datname = 'kip'", &[])
-            .unwrap()
-            .map(|r| r.get::<_, i32>(0));
-        if pid.is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let pid = pid.expect("no 'kip worker' backend on database kip although kip is preloaded");
+    let pid = kip_worker_pid(&mut c);
     let Some(before) = cpu_ticks(pid) else {
         eprintln!("skipped: the server's processes are not visible in this host's /proc");
         return;
