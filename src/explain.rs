@@ -18,7 +18,7 @@ use pgrx::JsonB;
 
 fn param_text(p: &SqlParam) -> String {
     match p {
-        SqlParam::Text(s) => format!("{s:?}"),
+        SqlParam::Text(s) | SqlParam::Fixed(s) => format!("{s:?}"),
         SqlParam::Int(i) => i.to_string(),
         SqlParam::Float(f) => f.to_string(),
         SqlParam::Numeric(n) => n.clone(),
@@ -61,15 +61,19 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
     for (i, p) in plan.params.values().iter().enumerate() {
         out.push_str(&format!("${} = {}\n", i + 1, param_text(p)));
     }
-    let planning = engine::find::planning(&plan, &space)?;
+    let (planning, params) = engine::find::planning(&plan, &space)?;
     // Which plan it is: the statement's generic plan, made once per
-    // statement shape and backend, or one made for this call's values.
-    out.push_str(match planning {
-        spi::Planning::Custom | spi::Planning::CustomParallel => "-- planning: for this call's values\n",
-        _ => "-- planning: generic (once per statement shape)\n",
+    // statement shape and backend (and per value of its fixed parameters),
+    // or one made for this call's values.
+    let fixed: Vec<String> =
+        params.iter().enumerate().filter(|(_, p)| matches!(p, SqlParam::Fixed(_))).map(|(i, _)| format!("${}", i + 1)).collect();
+    out.push_str(&match planning {
+        spi::Planning::Custom | spi::Planning::CustomParallel => "-- planning: for this call's values\n".to_string(),
+        _ if !fixed.is_empty() => format!("-- planning: generic, made for the values of {} (once per statement shape and values)\n", fixed.join(", ")),
+        _ => "-- planning: generic (once per statement shape)\n".to_string(),
     });
     out.push_str("-- plan\n");
-    out.push_str(&spi::explain(&plan.sql, plan.params.values(), planning, analyze)?);
+    out.push_str(&spi::explain(&plan.sql, &params, planning, analyze)?);
     Ok(out)
 }
 

@@ -21,6 +21,10 @@ pub enum SqlParam {
     RealArray(Vec<f32>),
     /// A SQL NULL of type text.
     NullText,
+    /// A text value the statement's plan is made for: a constant of the
+    /// plan, which is kept for this value (`exec::fixed_values`). For values
+    /// that stay the same from call to call and that the planner must see.
+    Fixed(String),
 }
 
 

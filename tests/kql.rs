@@ -851,12 +851,16 @@ fn a_find_planned_per_call_knows_its_named_concepts_ids() {
 /// A FIND that may scan a predicate's links (no named concept or id
 /// reaches them) is planned for its values when the predicate has few links
 /// in a space of many: a generic plan walked every link of the space in
-/// endpoint order, looking for them. A common predicate, or a rare one
-/// reached from a named concept, keeps the generic plan.
+/// endpoint order, looking for them. That plan is made once for the space
+/// and the predicate (their parameters fixed), and kept for them: another
+/// rare predicate, in a statement of the same text, gets a plan of its own.
+/// A common predicate, or a rare one reached from a named concept, keeps
+/// the generic plan.
 #[test]
 fn a_rare_predicate_of_a_large_space_is_planned_for_its_value() {
     let mut c = space_with(&[TYPES]);
     chain(&mut c, "R", 2, "alt"); // R0 -alt-> R1 -alt-> R2
+    chain(&mut c, "S", 1, "stated"); // S0 -stated-> S1
     let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
     c.execute("INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Node', 'bulk' || g FROM generate_series(1, 150) g", &[&space])
         .unwrap();
@@ -876,9 +880,29 @@ fn a_rare_predicate_of_a_large_space_is_planned_for_its_value() {
     assert_eq!(find(&mut c, rare), json!([["R0", "R1"], ["R1", "R2"]]));
     let text = plan(&mut c, rare);
     assert!(text.contains("'alt'"), "{text}");
-    // kip_explain says which plan it shows.
+    // kip_explain says which plan it shows: the space ($1) and the
+    // predicate ($2) are its constants.
     let whole: String = c.query_one("SELECT kip_explain($1)", &[&rare]).unwrap().get(0);
-    assert!(whole.contains("-- planning: for this call's values\n-- plan\n"), "{whole}");
+    assert!(whole.contains("-- planning: generic, made for the values of $1, $2 (once per statement shape and values)\n-- plan\n"), "{whole}");
+    assert!(text.contains(&format!("'{space}'")), "{text}");
+    // The same statement for another rare predicate: a plan of its own, not
+    // the one kept for "alt" (whose constants would answer R's links).
+    let other = r#"FIND(?a.name, ?b.name) WHERE { (?a, "stated", ?b) } ORDER BY ?a.name LIMIT 10"#;
+    for _ in 0..2 {
+        assert_eq!(find(&mut c, rare), json!([["R0", "R1"], ["R1", "R2"]]));
+        assert_eq!(find(&mut c, other), json!([["S0"], ["S1"]]));
+    }
+    let sql = |c: &mut Client, q: &str| -> String {
+        let text: String = c.query_one("SELECT kip_explain($1)", &[&q]).unwrap().get(0);
+        text.split("-- parameters").next().unwrap_or_default().to_string()
+    };
+    assert_eq!(sql(&mut c, rare), sql(&mut c, other), "one statement text for both predicates");
+    assert!(plan(&mut c, other).contains("'stated'"));
+    // A plan invalidated (the table's statistics target changed) is made
+    // again with the same constants.
+    c.batch_execute("ALTER TABLE kip.propositions ALTER COLUMN predicate SET STATISTICS -1").unwrap();
+    assert_eq!(find(&mut c, rare), json!([["R0", "R1"], ["R1", "R2"]]));
+    assert_eq!(find(&mut c, other), json!([["S0"], ["S1"]]));
     let whole: String = c.query_one("SELECT kip_explain($1)", &[&r#"FIND(?a.name) WHERE { (?a, "next", ?b) } LIMIT 1"#]).unwrap().get(0);
     assert!(whole.contains("-- planning: generic"), "{whole}");
     // A predicate with no link at all.

@@ -13,6 +13,7 @@ pub mod touch;
 pub(crate) mod trigger;
 pub mod cursor;
 pub mod extensions;
+mod fixed_values;
 
 pub use context::{Ctx, Mode, Origin};
 pub use spi::{Access, SqlParam};

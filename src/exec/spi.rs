@@ -12,6 +12,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde_json::Value;
+use super::fixed_values;
 use super::jsonb::{Doc, Jsonb};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -37,7 +38,21 @@ struct SavedPlan {
     sql: Box<str>,
     argtypes: Box<[u32]>,
     planning: Planning,
+    /// The values it was made for (`fixed_values`): (parameter index, value).
+    fixed: Box<[(u32, Box<str>)]>,
     plan: usize,
+    /// Its `fixed_values::Folding`, when it has fixed values.
+    folding: usize,
+}
+
+impl SavedPlan {
+    fn is_for(&self, sql: &str, argtypes: &[pg_sys::Oid], planning: Planning, fixed: &[(u32, &str)]) -> bool {
+        self.planning == planning
+            && *self.sql == *sql
+            && self.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()))
+            && self.fixed.len() == fixed.len()
+            && self.fixed.iter().zip(fixed).all(|((i, v), (j, w))| i == j && **v == **w)
+    }
 }
 
 /// Saved plans by [`plan_hash`]: a lookup hashes the SQL text once, with a
@@ -53,7 +68,7 @@ thread_local! {
     static PLANS: RefCell<SavedPlans> = RefCell::new(SavedPlans::default());
 }
 
-fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning) -> u64 {
+fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning, fixed: &[(u32, &str)]) -> u64 {
     use std::hash::Hasher;
     let mut h = rustc_hash::FxHasher::default();
     h.write(sql.as_bytes());
@@ -61,13 +76,17 @@ fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning) -> u64 {
         h.write_u32(t.to_u32());
     }
     h.write_u8(planning as u8);
+    for (i, v) in fixed {
+        h.write_u32(*i);
+        h.write(v.as_bytes());
+    }
     h.finish()
 }
 
 impl SqlParam {
     fn to_datum(&self) -> DatumWithOid<'static> {
         match self {
-            SqlParam::Text(s) => DatumWithOid::from(s.clone()),
+            SqlParam::Text(s) | SqlParam::Fixed(s) => DatumWithOid::from(s.clone()),
             SqlParam::Int(i) => DatumWithOid::from(*i),
             SqlParam::Float(f) => DatumWithOid::from(*f),
             SqlParam::Numeric(n) => match pgrx::AnyNumeric::try_from(n.as_str()) {
@@ -216,7 +235,8 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         .iter()
         .map(|d| if d.datum().is_some() { b' ' as std::os::raw::c_char } else { b'n' as std::os::raw::c_char })
         .collect();
-    let plan = saved_plan(sql, &mut argtypes, planning)?;
+    let fixed = fixed_values::fixed_values(params);
+    let plan = saved_plan(sql, &mut argtypes, planning, &fixed)?;
     let read_only = access == Access::ReadOnly;
     let fresh = read_only && snapshot == Snapshot::Fresh;
     let latest = read_only && snapshot == Snapshot::Latest;
@@ -240,7 +260,12 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         // setting is in force whenever its plan is made.
         let _no_seqscan = (planning == Planning::GenericIndexed)
             .then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
-        pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
+        if fixed.is_empty() {
+            pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
+        } else {
+            let values: Vec<Option<pg_sys::Datum>> = datums.iter().map(|d| d.datum().map(|d| d.sans_lifetime())).collect();
+            fixed_values::execute(plan, &values, &argtypes, read_only)
+        }
     };
     if fresh || latest {
         pg_sys::PopActiveSnapshot();
@@ -274,21 +299,16 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
     let _no_jit = SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::jit_enabled));
     let _no_seqscan =
         (planning == Planning::GenericIndexed).then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
-    let plan = saved_plan(sql, &mut argtypes, planning)?;
+    let fixed = fixed_values::fixed_values(params);
+    let plan = saved_plan(sql, &mut argtypes, planning, &fixed)?;
     let sources = pg_sys::SPI_plan_get_plan_sources(plan);
     if sources.is_null() || (*sources).length != 1 {
         return Err(KipError::new(ErrorCode::InternalError, "kip_explain: the statement is not a single query"));
     }
     let source = pg_sys::list_nth(sources, 0) as *mut pg_sys::CachedPlanSource;
     // The values as SPI_execute_plan passes them.
-    let bound = pg_sys::makeParamList(datums.len() as i32);
-    let slots = (*bound).params.as_mut_slice(datums.len());
-    for (slot, d) in slots.iter_mut().zip(&datums) {
-        slot.value = d.datum().map(|d| d.sans_lifetime()).unwrap_or(pg_sys::Datum::from(0usize));
-        slot.isnull = d.datum().is_none();
-        slot.pflags = pg_sys::PARAM_FLAG_CONST as u16;
-        slot.ptype = d.oid();
-    }
+    let values: Vec<Option<pg_sys::Datum>> = datums.iter().map(|d| d.datum().map(|d| d.sans_lifetime())).collect();
+    let bound = fixed_values::param_list(&values, &argtypes);
     let text = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
     let owner = pg_sys::CurrentResourceOwner;
     let cached = pg_sys::GetCachedPlan(source, bound, owner, std::ptr::null_mut());
@@ -392,9 +412,17 @@ impl Drop for SwitchedOff {
 /// ms with the two workers of the default settings). Postgres chooses them
 /// only for statements that cost more than `parallel_setup_cost`, so small
 /// reads keep their serial plans.
-unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning) -> Result<pg_sys::SPIPlanPtr, KipError> {
-    let hash = plan_hash(sql, argtypes, planning);
-    let same = |p: &SavedPlan| p.planning == planning && *p.sql == *sql && p.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()));
+///
+/// A statement with [`SqlParam::Fixed`] values is prepared with them as
+/// constants (`fixed_values`), and saved for those values.
+unsafe fn saved_plan(
+    sql: &str,
+    argtypes: &mut [pg_sys::Oid],
+    planning: Planning,
+    fixed: &[(u32, &str)],
+) -> Result<pg_sys::SPIPlanPtr, KipError> {
+    let hash = plan_hash(sql, argtypes, planning, fixed);
+    let same = |p: &SavedPlan| p.is_for(sql, argtypes, planning, fixed);
     if let Some(plan) = PLANS.with(|p| p.borrow().by_hash.get(&hash).and_then(|v| v.iter().find(|p| same(p))).map(|p| p.plan)) {
         return Ok(plan as pg_sys::SPIPlanPtr);
     }
@@ -408,7 +436,11 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
     } else {
         0
     };
-    let plan = pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options);
+    let (plan, folding) = if fixed.is_empty() {
+        (pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options), std::ptr::null_mut())
+    } else {
+        fixed_values::prepare(&csql, argtypes, fixed, options)
+    };
     if plan.is_null() {
         return Err(KipError::new(
             ErrorCode::InternalError,
@@ -422,6 +454,7 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
             for (_, old) in plans.by_hash.drain() {
                 for saved in old {
                     pg_sys::SPI_freeplan(saved.plan as pg_sys::SPIPlanPtr);
+                    fixed_values::free(saved.folding as *mut fixed_values::Folding);
                 }
             }
             plans.count = 0;
@@ -431,7 +464,9 @@ unsafe fn saved_plan(sql: &str, argtypes: &mut [pg_sys::Oid], planning: Planning
             sql: sql.into(),
             argtypes: argtypes.iter().map(|o| o.to_u32()).collect(),
             planning,
+            fixed: fixed.iter().map(|&(i, v)| (i, v.into())).collect(),
             plan: plan as usize,
+            folding: folding as usize,
         });
     });
     Ok(plan)
