@@ -16,6 +16,26 @@ fn read_only_spi_refuses_writes() {
     assert_eq!(n, json!(0));
 }
 
+/// A statement with a fixed value gets a plan for that value, whose constant
+/// answers: the plan kept for one value never answers for another. Past
+/// `MAX_FIXED_PLANS` the backend plans the other values at each call, with
+/// the same answers, and keeps no more.
+#[pg_test]
+fn fixed_values_get_plans_of_their_own_up_to_a_bound() {
+    let sql = "SELECT $1::text || '/' || $2::text";
+    let run = |v: &str| {
+        let params = [SqlParam::Fixed(v.to_string()), SqlParam::Text("x".into())];
+        spi::query_planned(sql, &params, Access::ReadOnly, spi::Planning::GenericParallel).unwrap()[0][0].clone()
+    };
+    let values: Vec<String> = (0..spi::MAX_FIXED_PLANS + 40).map(|i| format!("v{i}")).collect();
+    for round in 0..2 {
+        for v in &values {
+            assert_eq!(run(v), json!(format!("{v}/x")), "round {round}");
+        }
+    }
+    assert_eq!(spi::fixed_plans_kept(), spi::MAX_FIXED_PLANS);
+}
+
 #[pg_test]
 fn failed_command_leaves_no_partial_write() {
     let r: Result<(), _> = subxact::run_isolated(|| {

@@ -62,6 +62,28 @@ impl SavedPlan {
 struct SavedPlans {
     by_hash: HashMap<u64, Vec<SavedPlan>>,
     count: usize,
+    /// How many of them were made for fixed values.
+    fixed: usize,
+}
+
+/// Plans made for fixed values that a backend keeps, at most
+/// ([`plan_for`]).
+pub(crate) const MAX_FIXED_PLANS: usize = 256;
+
+/// How many of the backend's saved plans were made for fixed values.
+#[cfg(any(test, feature = "pg_test"))]
+pub(crate) fn fixed_plans_kept() -> usize {
+    PLANS.with(|p| p.borrow().fixed)
+}
+
+impl Planning {
+    /// The planning of a statement planned for each call's values.
+    fn for_each_call(self) -> Planning {
+        match self {
+            Planning::GenericParallel | Planning::CustomParallel => Planning::CustomParallel,
+            _ => Planning::Custom,
+        }
+    }
 }
 
 thread_local! {
@@ -235,8 +257,7 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         .iter()
         .map(|d| if d.datum().is_some() { b' ' as std::os::raw::c_char } else { b'n' as std::os::raw::c_char })
         .collect();
-    let fixed = fixed_values::fixed_values(params);
-    let plan = saved_plan(sql, &mut argtypes, planning, &fixed)?;
+    let (plan, folded) = plan_for(sql, &mut argtypes, planning, &fixed_values::fixed_values(params))?;
     let read_only = access == Access::ReadOnly;
     let fresh = read_only && snapshot == Snapshot::Fresh;
     let latest = read_only && snapshot == Snapshot::Latest;
@@ -260,7 +281,7 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         // setting is in force whenever its plan is made.
         let _no_seqscan = (planning == Planning::GenericIndexed)
             .then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
-        if fixed.is_empty() {
+        if !folded {
             pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
         } else {
             let values: Vec<Option<pg_sys::Datum>> = datums.iter().map(|d| d.datum().map(|d| d.sans_lifetime())).collect();
@@ -299,8 +320,7 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
     let _no_jit = SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::jit_enabled));
     let _no_seqscan =
         (planning == Planning::GenericIndexed).then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
-    let fixed = fixed_values::fixed_values(params);
-    let plan = saved_plan(sql, &mut argtypes, planning, &fixed)?;
+    let (plan, _) = plan_for(sql, &mut argtypes, planning, &fixed_values::fixed_values(params))?;
     let sources = pg_sys::SPI_plan_get_plan_sources(plan);
     if sources.is_null() || (*sources).length != 1 {
         return Err(KipError::new(ErrorCode::InternalError, "kip_explain: the statement is not a single query"));
@@ -403,6 +423,42 @@ impl Drop for SwitchedOff {
     }
 }
 
+/// The saved plan of a statement ([`saved_plan`]) and whether it was made
+/// with its fixed values ([`SqlParam::Fixed`], `fixed_values`): a
+/// backend keeps at most [`MAX_FIXED_PLANS`] plans made for fixed values,
+/// and past that a statement with other fixed values is planned for each
+/// call's values instead (`Planning::for_each_call`), as it was before
+/// such plans were kept. A backend serving many large spaces would
+/// otherwise keep a plan for each, and fill the cache of plans, whose
+/// overflow drops every plan at once.
+unsafe fn plan_for(
+    sql: &str,
+    argtypes: &mut [pg_sys::Oid],
+    planning: Planning,
+    fixed: &[(u32, &str)],
+) -> Result<(pg_sys::SPIPlanPtr, bool), KipError> {
+    if fixed.is_empty() {
+        return Ok((saved_plan(sql, argtypes, planning, fixed)?, false));
+    }
+    let full = PLANS.with(|p| p.borrow().fixed >= MAX_FIXED_PLANS);
+    if full && kept_plan(sql, argtypes, planning, fixed).is_none() {
+        return Ok((saved_plan(sql, argtypes, planning.for_each_call(), &[])?, false));
+    }
+    Ok((saved_plan(sql, argtypes, planning, fixed)?, true))
+}
+
+/// The saved plan for these inputs, if there is one.
+fn kept_plan(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning, fixed: &[(u32, &str)]) -> Option<pg_sys::SPIPlanPtr> {
+    let hash = plan_hash(sql, argtypes, planning, fixed);
+    PLANS.with(|p| {
+        p.borrow()
+            .by_hash
+            .get(&hash)
+            .and_then(|v| v.iter().find(|p| p.is_for(sql, argtypes, planning, fixed)))
+            .map(|p| p.plan as pg_sys::SPIPlanPtr)
+    })
+}
+
 /// The saved plan for this SQL text and parameter types, prepared on first
 /// use. A read planned [`Planning::GenericParallel`] or
 /// [`Planning::CustomParallel`] may get Postgres's parallel workers: kip's
@@ -421,11 +477,10 @@ unsafe fn saved_plan(
     planning: Planning,
     fixed: &[(u32, &str)],
 ) -> Result<pg_sys::SPIPlanPtr, KipError> {
-    let hash = plan_hash(sql, argtypes, planning, fixed);
-    let same = |p: &SavedPlan| p.is_for(sql, argtypes, planning, fixed);
-    if let Some(plan) = PLANS.with(|p| p.borrow().by_hash.get(&hash).and_then(|v| v.iter().find(|p| same(p))).map(|p| p.plan)) {
-        return Ok(plan as pg_sys::SPIPlanPtr);
+    if let Some(plan) = kept_plan(sql, argtypes, planning, fixed) {
+        return Ok(plan);
     }
+    let hash = plan_hash(sql, argtypes, planning, fixed);
     let csql = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
     let options = match planning {
         Planning::Default => 0,
@@ -458,8 +513,10 @@ unsafe fn saved_plan(
                 }
             }
             plans.count = 0;
+            plans.fixed = 0;
         }
         plans.count += 1;
+        plans.fixed += usize::from(!fixed.is_empty());
         plans.by_hash.entry(hash).or_default().push(SavedPlan {
             sql: sql.into(),
             argtypes: argtypes.iter().map(|o| o.to_u32()).collect(),
