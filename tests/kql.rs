@@ -918,6 +918,42 @@ fn a_rare_predicate_of_a_large_space_is_planned_for_its_value() {
     c.execute("SELECT kip_drop_space($1)", &[&space]).unwrap();
 }
 
+/// A FIND that may read a type's every member (a concept clause selecting
+/// by type alone, which no anchor reaches) is planned for the type when it
+/// has few members in a space of many: the generic plan took it for an
+/// average type and, under the page's LIMIT, walked the whole table in id
+/// order for its members. The plan is made for the space and every type
+/// and predicate the query names, once. A common type keeps the generic
+/// plan, and so does an aggregation, which reads every solution anyway.
+#[test]
+fn a_rare_type_of_a_large_space_is_planned_for_its_value() {
+    let mut c = space_with(&[TYPES]);
+    chain(&mut c, "R", 2, "next"); // R0 -next-> R1 -next-> R2
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Area", name: "North"} } CONCEPT ?b { {type: "Area", name: "South"} SET PROPOSITIONS { ("in_area", ?a) } } }"#, json!({})));
+    let space: String = c.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    c.execute("INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Node', 'bulk' || g FROM generate_series(1, 20500) g", &[&space])
+        .unwrap();
+    c.batch_execute("ANALYZE kip.concepts").unwrap();
+    let explain = |c: &mut Client, q: &str| -> String { c.query_one("SELECT kip_explain($1)", &[&q]).unwrap().get(0) };
+    let rare = r#"FIND(?a.name) WHERE { ?a {type: "Area"} NOT { (?a, "in_area", ?x) } } LIMIT 10"#;
+    for _ in 0..2 {
+        assert_eq!(find(&mut c, rare), json!(["North"]));
+    }
+    let text = explain(&mut c, rare);
+    // The space ($1), the type ($2) and the predicate of the NOT block ($3).
+    assert!(text.contains("-- planning: generic, made for the values of $1, $2, $3 ("), "{text}");
+    let plan = text.split("-- plan\n").nth(1).unwrap_or_default();
+    assert!(plan.contains("'Area'") && plan.contains("'in_area'") && plan.contains(&format!("'{space}'")), "{plan}");
+    // An aggregation over the same type, and a common type: generic plans.
+    let count = r#"FIND(COUNT(?a)) WHERE { ?a {type: "Area"} }"#;
+    assert_eq!(find(&mut c, count), json!(2));
+    assert!(explain(&mut c, count).contains("-- planning: generic (once per statement shape)"));
+    let common = r#"FIND(?a.name) WHERE { ?a {type: "Node"} NOT { (?a, "next", ?x) } } LIMIT 2"#;
+    assert_eq!(find(&mut c, common).as_array().map(Vec::len), Some(2));
+    assert!(explain(&mut c, common).contains("-- planning: generic (once per statement shape)"));
+    c.execute("SELECT kip_drop_space($1)", &[&space]).unwrap();
+}
+
 /// Every FIND in the Brain Recall / Maintenance / Formation prompts runs
 /// without error on a bootstrapped space holding sample memories.
 #[test]

@@ -1,5 +1,6 @@
-//! Which literal predicates a FIND may scan: those of its links that no
-//! named concept or literal id reaches.
+//! Which literal predicates and types a FIND may scan: those of its links,
+//! and of its concept clauses selecting by type alone, that no named
+//! concept or literal id reaches.
 //!
 //! A link clause reached from an anchor (`{type, name}`, `{name}`, an id, or
 //! a variable bound to one, directly or through other links) is read by the
@@ -22,7 +23,7 @@
 //! planning, never for what the statement returns.
 
 use crate::compile::bound::lit;
-use kip_lang::ast::{ConceptSelector, Endpoint, HopRange, Predicate, PropPattern, Triple, WhereClause};
+use kip_lang::ast::{ConceptSelector, Endpoint, HopRange, Predicate, PropPattern, StrArg, Triple, WhereClause};
 use std::collections::HashSet;
 
 /// The literal predicates of the link clauses of `clauses` that no anchor
@@ -39,6 +40,87 @@ pub(crate) fn scanned_predicates(clauses: &[WhereClause]) -> Vec<String> {
             }
         }
     }
+    out
+}
+
+/// The literal types of the concept clauses of `clauses` that select by
+/// type alone (`?v {type: "T"}`) and whose variable no anchor reaches,
+/// each once, in order of appearance: such a variable may be read as the
+/// type's every member, and how many the type has changes the plan.
+pub(crate) fn scanned_types(clauses: &[WhereClause]) -> Vec<String> {
+    let mut links = Vec::new();
+    collect(clauses, &mut links);
+    let anchored = anchored_variables(clauses, &links);
+    let mut out = Vec::new();
+    type_clauses(clauses, &anchored, &mut out);
+    out
+}
+
+/// The types of [`scanned_types`], from the clauses that must match.
+fn type_clauses(clauses: &[WhereClause], anchored: &HashSet<&str>, out: &mut Vec<String>) {
+    for c in clauses {
+        match c {
+            WhereClause::Concept { var, selector: ConceptSelector::Type(t) } if !anchored.contains(var.as_str()) => {
+                if let Ok(name) = lit(t) {
+                    if !out.contains(&name) {
+                        out.push(name);
+                    }
+                }
+            }
+            WhereClause::Union(b) => type_clauses(b, anchored, out),
+            _ => {}
+        }
+    }
+}
+
+/// Every literal type and predicate `clauses` name, in any block (OPTIONAL,
+/// NOT and UNION ones, nested links), each once: part of the query's shape,
+/// never of a call's values (`compile::template`), so a plan made for them
+/// is a plan for every call of the text (`engine::find::planning`).
+pub(crate) fn schema_names(clauses: &[WhereClause]) -> Vec<String> {
+    fn add(out: &mut Vec<String>, arg: &StrArg) {
+        if let Ok(name) = lit(arg) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    fn selector(out: &mut Vec<String>, sel: &ConceptSelector) {
+        match sel {
+            ConceptSelector::Type(t) | ConceptSelector::TypeName { type_name: t, .. } => add(out, t),
+            ConceptSelector::Id(_) | ConceptSelector::Name(_) => {}
+        }
+    }
+    fn endpoint(out: &mut Vec<String>, e: &Endpoint) {
+        match e {
+            Endpoint::Concept(sel) => selector(out, sel),
+            Endpoint::Proposition(p) => pattern(out, p),
+            Endpoint::Var(_) | Endpoint::Id(_) => {}
+        }
+    }
+    fn pattern(out: &mut Vec<String>, p: &PropPattern) {
+        if let PropPattern::Triple(t) = p {
+            endpoint(out, &t.subject);
+            match &t.predicate {
+                Predicate::Literal(p) => add(out, p),
+                Predicate::Alternatives(ps) | Predicate::Hops { predicates: ps, .. } => ps.iter().for_each(|p| add(out, p)),
+                Predicate::Var(_) => {}
+            }
+            endpoint(out, &t.object);
+        }
+    }
+    fn walk(out: &mut Vec<String>, clauses: &[WhereClause]) {
+        for c in clauses {
+            match c {
+                WhereClause::Concept { selector: sel, .. } => selector(out, sel),
+                WhereClause::Proposition { pattern: p, .. } => pattern(out, p),
+                WhereClause::Optional(b) | WhereClause::Not(b) | WhereClause::Union(b) => walk(out, b),
+                WhereClause::Filter(_) => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&mut out, clauses);
     out
 }
 
@@ -228,5 +310,37 @@ mod tests {
         assert_eq!(scanned(r#"FIND(?a) WHERE { (?a, "p", ?b) UNION { (?a, "q", ?b) } }"#), ["p", "q"]);
         // A part no anchor reaches.
         assert_eq!(scanned(r#"FIND(?b) WHERE { ("C:1", "p", ?b) (?x, "q", ?y) }"#), ["q"]);
+    }
+
+    fn types(text: &str) -> Vec<String> {
+        let Command::Find(q) = kip_lang::parse(text).unwrap().commands.remove(0) else { panic!("not a FIND") };
+        super::scanned_types(&q.where_clauses)
+    }
+
+    #[test]
+    fn types_no_anchor_reaches_are_scanned() {
+        assert_eq!(types(r#"FIND(?e) WHERE { ?e {type: "Event"} }"#), ["Event"]);
+        assert_eq!(types(r#"FIND(?n) WHERE { ?n {type: "Person"} NOT { (?n, "belongs_to_domain", ?d) } } LIMIT 100"#), ["Person"]);
+        // Each name once, UNION branches included.
+        assert_eq!(types(r#"FIND(?a) WHERE { ?a {type: "T"} ?b {type: "T"} UNION { ?a {type: "U"} } }"#), ["T", "U"]);
+        // Reached from an anchor, a type's members are not scanned.
+        assert!(types(r#"FIND(?e) WHERE { ?e {type: "Event"} (?e, "involves", {type: "Person", name: "p"}) }"#).is_empty());
+        assert!(types(r#"FIND(?p) WHERE { ?p {type: "Person", name: "p"} }"#).is_empty());
+        // OPTIONAL and NOT blocks are probed from the pattern around them.
+        assert!(types(r#"FIND(?e) WHERE { ?e {name: "n"} OPTIONAL { ?x {type: "T"} (?x, "q", ?e) } }"#).is_empty());
+    }
+
+    #[test]
+    fn schema_names_are_every_type_and_predicate_named() {
+        let Command::Find(q) = kip_lang::parse(
+            r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Domain"} OPTIONAL { (?n, "belongs_to_domain", ?d) }
+                NOT { (?d, "a" | "b", {type: "T", name: "x"}) } UNION { (?d, "c"{1,2}, ("C:1", "d", ?z)) } ?q {name: "n"} }"#,
+        )
+        .unwrap()
+        .commands
+        .remove(0) else {
+            panic!("not a FIND")
+        };
+        assert_eq!(super::schema_names(&q.where_clauses), ["Domain", "belongs_to_domain", "a", "b", "T", "c", "d"]);
     }
 }

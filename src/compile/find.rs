@@ -61,6 +61,13 @@ pub(crate) struct FindSql {
     /// reaches (`compile::anchors`): a predicate with few links among many
     /// is planned for (`engine::find::planning`).
     pub scanned_predicates: Vec<String>,
+    /// The literal types of its concept clauses that select by type alone
+    /// and that no anchor reaches (`compile::anchors::scanned_types`), for
+    /// a FIND without aggregations (one with them reads every solution).
+    pub scanned_types: Vec<String>,
+    /// Every type and predicate the query names
+    /// (`compile::anchors::schema_names`).
+    pub schema_names: Vec<String>,
 }
 
 /// Keyset cursors carry at most this many ids (one per projected variable).
@@ -291,7 +298,16 @@ fn compile_page(
     let keyset = keyset.filter(|_| layout == Layout::Rows);
     let ranking = ranking.filter(|_| layout == Layout::Rows);
     let scanned_predicates = crate::compile::anchors::scanned_predicates(&q.where_clauses);
-    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking, plan_per_call, scanned_predicates })
+    // A type's size matters to a plan that may stop early, under the
+    // page's LIMIT; one with an aggregation reads every solution whatever
+    // it is, and its generic plan, which takes a type for an average one,
+    // read a rare type's hub links with a hash join where the plan that
+    // knew the type's 14 members looked up each one's 7,000 links and
+    // sorted them (the Brain's domain sizes, 28 → 50-80 ms).
+    let aggregates = items.iter().any(|i| matches!(i, Item::Agg { .. }));
+    let scanned_types = if aggregates { Vec::new() } else { crate::compile::anchors::scanned_types(&q.where_clauses) };
+    let schema_names = crate::compile::anchors::schema_names(&q.where_clauses);
+    Ok(FindSql { sql, params, shape, layout, guard, keyset, ranking, plan_per_call, scanned_predicates, scanned_types, schema_names })
 }
 
 /// Which rows of the solutions a page holds: `LIMIT`/`OFFSET` (the

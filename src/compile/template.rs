@@ -267,6 +267,8 @@ impl Template {
             ranking: c.ranking.clone(),
             plan_per_call: c.plan_per_call,
             scanned_predicates: c.scanned_predicates.clone(),
+            scanned_types: c.scanned_types.clone(),
+            schema_names: c.schema_names.clone(),
         })
     }
 }

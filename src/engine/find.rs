@@ -9,7 +9,7 @@ use crate::compile::find::{compile_find, FindSql, Layout, Out};
 use crate::engine::envelope::Outcome;
 use crate::engine::find_walk;
 use crate::engine::limits;
-use crate::engine::rare_predicates;
+use crate::engine::rare_values;
 use crate::engine::templates;
 use crate::exec::jsonb::Doc;
 use crate::exec::{cursor, spi, Access, Ctx, SqlParam};
@@ -33,11 +33,13 @@ use std::borrow::Cow;
 ///   (`FindSql::plan_per_call`): under an ORDER BY … LIMIT the generic
 ///   plan walked every member of the type when the value was rare. A plan
 ///   for each call's values, ~0.15 ms of planning.
-/// * it may scan the links of a predicate that is rare in a large space
-///   (`FindSql::scanned_predicates`, `engine::rare_predicates`): the
-///   generic plan walked every link of the space looking for them. Its
-///   generic plan is made for the space and the scanned predicates, their
-///   parameters fixed (`SqlParam::Fixed`, `exec::fixed_values`): the values
+/// * it may scan the links of a predicate that is rare in a large space,
+///   or the members of a type rare there (`FindSql::scanned_predicates`,
+///   `FindSql::scanned_types`, `engine::rare_values`): the generic plan
+///   walked every link of the space looking for the predicate's, or the
+///   whole table's primary key for the type's members. Its generic plan
+///   is made for the space and every type and predicate the query names,
+///   their parameters fixed (`SqlParam::Fixed`, `exec::fixed_values`): the values
 ///   are the same at every call of the text, so the plan that sees them is
 ///   made once, not at each call (~0.2 ms of planning for a statement of
 ///   0.08 ms).
@@ -51,13 +53,16 @@ pub(crate) fn planning<'p>(plan: &'p FindSql, space: &Space) -> Result<(spi::Pla
     if plan.plan_per_call {
         return Ok((spi::Planning::CustomParallel, Cow::Borrowed(params)));
     }
-    if !rare_predicates::any_rare(space.name(), &plan.scanned_predicates)? {
+    if !rare_values::any_rare(space.name(), &plan.scanned_predicates, &plan.scanned_types)? {
         return Ok((spi::Planning::GenericParallel, Cow::Borrowed(params)));
     }
-    // Every text parameter holding the space or a scanned predicate: other
-    // parameters with the same text (a name equal to a predicate) are fixed
-    // too, which only narrows the saved plan to that value.
-    let fixed = |v: &str| v == space.name() || plan.scanned_predicates.iter().any(|p| p == v);
+    // Every text parameter holding the space or a type or predicate the
+    // query names, not only the rare ones, so the planner weighs all of
+    // them alike. Those are part of the query's shape, so the plans stay
+    // one per text and space. Other parameters with the same text (a
+    // concept's name equal to a type) are fixed too, which only narrows the
+    // saved plan to that value.
+    let fixed = |v: &str| v == space.name() || plan.schema_names.iter().any(|n| n == v);
     let params = params
         .iter()
         .map(|p| match p {

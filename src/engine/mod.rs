@@ -26,7 +26,7 @@ mod find_walk;
 pub mod limits;
 pub mod merge;
 mod parsed;
-mod rare_predicates;
+mod rare_values;
 pub mod search;
 pub mod store;
 pub mod targets;
