@@ -469,7 +469,7 @@ fn main() {
 
 /// A predicate with few links (the 29 `belongs_to_domain` links of the
 /// bootstrap) among the space's million, matched with no anchor: planned
-/// for its value (`engine::rare_predicates`), where the generic plan walked
+/// once for its value (`engine::rare_values`), where the generic plan walked
 /// every link of the space in endpoint order. Against the hand-written
 /// statement with the predicate written in it; then its plan.
 fn rare_predicate(c: &mut Client) {
