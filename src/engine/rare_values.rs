@@ -43,43 +43,42 @@ enum Kind {
     Type,
 }
 
-impl Kind {
-    /// The table the value's rows are in (a constant, never user text).
-    fn table(self) -> &'static str {
-        match self {
-            Kind::Predicate => "kip.propositions",
-            Kind::Type => "kip.concepts",
-        }
-    }
-
-    /// The value's rows in `space`, counted up to `limit`.
-    fn count_sql(self) -> &'static str {
-        match self {
-            Kind::Predicate => "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 AND predicate = $2 LIMIT $3) t",
-            Kind::Type => "SELECT count(*) FROM (SELECT 1 FROM kip.concepts WHERE space = $1 AND type = $2 LIMIT $3) t",
-        }
-    }
-
-    /// The space's rows, counted up to `limit`.
-    fn space_count_sql(self) -> &'static str {
-        match self {
-            Kind::Predicate => "SELECT count(*) FROM (SELECT 1 FROM kip.propositions WHERE space = $1 LIMIT $2) t",
-            Kind::Type => "SELECT count(*) FROM (SELECT 1 FROM kip.concepts WHERE space = $1 LIMIT $2) t",
-        }
-    }
-
+/// The table a kind of value selects rows of, and the statements that
+/// count them (constant text, never user text).
+struct Table {
+    name: &'static str,
+    /// The value's rows in space `$1` (value `$2`), counted up to `$3`.
+    count_value: &'static str,
+    /// The rows of space `$1`, counted up to `$2`.
+    count_space: &'static str,
     /// Whether the table is under row-level security for this role, and
     /// its size from `pg_class`.
-    fn table_sql(self) -> &'static str {
+    governed: &'static str,
+}
+
+/// The [`Table`] of `table`, whose column `column` holds the values.
+macro_rules! table {
+    ($table:literal, $column:literal) => {
+        Table {
+            name: $table,
+            count_value: concat!("SELECT count(*) FROM (SELECT 1 FROM ", $table, " WHERE space = $1 AND ", $column, " = $2 LIMIT $3) t"),
+            count_space: concat!("SELECT count(*) FROM (SELECT 1 FROM ", $table, " WHERE space = $1 LIMIT $2) t"),
+            governed: concat!(
+                "SELECT row_security_active('", $table, "'::regclass), ",
+                "(SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = '", $table, "'::regclass)"
+            ),
+        }
+    };
+}
+
+const LINKS: Table = table!("kip.propositions", "predicate");
+const CONCEPTS: Table = table!("kip.concepts", "type");
+
+impl Kind {
+    fn table(self) -> &'static Table {
         match self {
-            Kind::Predicate => {
-                "SELECT row_security_active('kip.propositions'::regclass),
-                        (SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'kip.propositions'::regclass)"
-            }
-            Kind::Type => {
-                "SELECT row_security_active('kip.concepts'::regclass),
-                        (SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'kip.concepts'::regclass)"
-            }
+            Kind::Predicate => &LINKS,
+            Kind::Type => &CONCEPTS,
         }
     }
 }
@@ -115,7 +114,7 @@ fn rare(space: &str, kind: Kind, value: &str) -> Result<bool, KipError> {
     }
     let rare = match bound(space_rows(space, kind)?) {
         None => false,
-        Some(bound) => count_up_to(kind.count_sql(), &[SqlParam::Text(space.into()), SqlParam::Text(value.into())], bound)? < bound,
+        Some(bound) => count_up_to(kind.table().count_value, &[SqlParam::Text(space.into()), SqlParam::Text(value.into())], bound)? < bound,
     };
     MEMO.with(|m| remember(&mut m.borrow_mut(), key, rare));
     Ok(rare)
@@ -133,15 +132,15 @@ fn space_rows(space: &str, kind: Kind) -> Result<f64, KipError> {
     if let Some(rows) = SPACE_ROWS.with(|m| fresh(&m.borrow(), &key)) {
         return Ok(rows);
     }
-    let found = spi::lookup(kind.table_sql(), &[], Access::ReadOnly)?;
+    let found = spi::lookup(kind.table().governed, &[], Access::ReadOnly)?;
     let row = found.first();
     let governed = row.and_then(|r| r.first()).and_then(|v| v.as_bool()).unwrap_or(false);
     let rows = if governed {
         let table = row.and_then(|r| r.get(1)).and_then(|v| v.as_f64()).unwrap_or(0.0);
-        let seen = count_up_to(kind.space_count_sql(), &[SqlParam::Text(space.into())], MIN_SPACE_ROWS as i64)? as f64;
+        let seen = count_up_to(kind.table().count_space, &[SqlParam::Text(space.into())], MIN_SPACE_ROWS as i64)? as f64;
         if seen < MIN_SPACE_ROWS { seen } else { table.max(seen) }
     } else {
-        word_stats::of(kind.table(), Access::ReadOnly)?.space_rows(space)
+        word_stats::of(kind.table().name, Access::ReadOnly)?.space_rows(space)
     };
     SPACE_ROWS.with(|m| remember(&mut m.borrow_mut(), key, rows));
     Ok(rows)
