@@ -19,15 +19,26 @@
 //! an invalidation, so a `Folding` lives as long as its saved plan.
 
 use super::spi::SqlParam;
+use pgrx::datum::DatumWithOid;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::{c_char, c_void, CStr};
 
 /// What the parser hook of one saved plan needs: each parameter's type and,
-/// for a fixed one, its value.
+/// for a fixed one, its value. The saved plan owns it (Postgres keeps a
+/// pointer to it for a re-analysis), and its values are the plan's key.
 pub(super) struct Folding {
     types: Box<[pg_sys::Oid]>,
     fixed: Box<[Option<Box<str>>]>,
+}
+
+impl Folding {
+    /// Whether these are the fixed values (as [`fixed_values`] lists them)
+    /// this folding was made for.
+    pub(super) fn is_for(&self, fixed: &[(u32, &str)]) -> bool {
+        let mine = self.fixed.iter().enumerate().filter_map(|(i, v)| Some((i as u32, &**v.as_ref()?)));
+        mine.eq(fixed.iter().copied())
+    }
 }
 
 /// The fixed values of `params`, as (index from 0, value).
@@ -44,8 +55,8 @@ pub(super) fn fixed_values(params: &[SqlParam]) -> Vec<(u32, &str)> {
 
 /// Prepare `sql` with the parameters of `argtypes`, the ones of `fixed` as
 /// constants. Returns the plan (null when preparing failed, as
-/// `SPI_prepare_cursor` does) and its `Folding`, which the caller frees
-/// with [`free`] after `SPI_freeplan`.
+/// `SPI_prepare_cursor` does) and its `Folding`, which must outlive the
+/// plan (drop it after `SPI_freeplan`).
 ///
 /// SAFETY: inside an SPI connection; `fixed`'s indexes are below
 /// `argtypes.len()` and name text parameters.
@@ -54,13 +65,14 @@ pub(super) unsafe fn prepare(
     argtypes: &[pg_sys::Oid],
     fixed: &[(u32, &str)],
     cursor_options: i32,
-) -> (pg_sys::SPIPlanPtr, *mut Folding) {
+) -> (pg_sys::SPIPlanPtr, Box<Folding>) {
     let mut values: Vec<Option<Box<str>>> = vec![None; argtypes.len()];
     for &(i, v) in fixed {
         values[i as usize] = Some(v.into());
     }
-    // Owned here until the plan exists: an error while preparing unwinds
-    // through this frame and drops it with the half-made plan.
+    // A box: its address stays put while the plan holds it. An error while
+    // preparing unwinds through this frame and drops it with the half-made
+    // plan.
     let folding = Box::new(Folding { types: argtypes.into(), fixed: values.into() });
     let options = pg_sys::SPIPrepareOptions {
         parserSetup: Some(setup_parser),
@@ -68,55 +80,32 @@ pub(super) unsafe fn prepare(
         parseMode: pg_sys::RawParseMode::RAW_PARSE_DEFAULT,
         cursorOptions: cursor_options,
     };
-    let plan = pg_sys::SPI_prepare_extended(sql.as_ptr(), &options);
-    if plan.is_null() {
-        return (plan, std::ptr::null_mut());
-    }
-    (plan, Box::into_raw(folding))
+    (pg_sys::SPI_prepare_extended(sql.as_ptr(), &options), folding)
 }
 
-/// Run a plan made by [`prepare`] with `values` (its parameters' datums,
-/// `None` for NULL, in order with `types`): such a plan takes its
-/// parameters as a list (it was prepared without a count of them).
-/// Returns SPI's status.
+/// Run a plan made by [`prepare`] with `datums`, its parameters' values in
+/// order: such a plan takes its parameters as a list (it was prepared
+/// without a count of them). Returns SPI's status.
 ///
 /// SAFETY: inside an SPI connection; the datums live until it returns.
-pub(super) unsafe fn execute(
-    plan: pg_sys::SPIPlanPtr,
-    values: &[Option<pg_sys::Datum>],
-    types: &[pg_sys::Oid],
-    read_only: bool,
-) -> i32 {
-    let options = pg_sys::SPIExecuteOptions {
-        params: param_list(values, types),
-        read_only,
-        ..Default::default()
-    };
+pub(super) unsafe fn execute(plan: pg_sys::SPIPlanPtr, datums: &[DatumWithOid<'_>], read_only: bool) -> i32 {
+    let options = pg_sys::SPIExecuteOptions { params: param_list(datums), read_only, ..Default::default() };
     pg_sys::SPI_execute_plan_extended(plan, &options)
 }
 
 /// The parameters as a list of constants, as `SPI_execute_plan` passes them.
 ///
 /// SAFETY: allocates in the current memory context.
-pub(super) unsafe fn param_list(values: &[Option<pg_sys::Datum>], types: &[pg_sys::Oid]) -> pg_sys::ParamListInfo {
-    let list = pg_sys::makeParamList(values.len() as i32);
-    let slots = (*list).params.as_mut_slice(values.len());
-    for ((slot, value), &ty) in slots.iter_mut().zip(values).zip(types) {
-        slot.value = value.unwrap_or(pg_sys::Datum::from(0usize));
-        slot.isnull = value.is_none();
+pub(super) unsafe fn param_list(datums: &[DatumWithOid<'_>]) -> pg_sys::ParamListInfo {
+    let list = pg_sys::makeParamList(datums.len() as i32);
+    let slots = (*list).params.as_mut_slice(datums.len());
+    for (slot, d) in slots.iter_mut().zip(datums) {
+        slot.value = d.datum().map(|d| d.sans_lifetime()).unwrap_or(pg_sys::Datum::from(0usize));
+        slot.isnull = d.datum().is_none();
         slot.pflags = pg_sys::PARAM_FLAG_CONST as u16;
-        slot.ptype = ty;
+        slot.ptype = d.oid();
     }
     list
-}
-
-/// Free a `Folding` whose plan is freed.
-///
-/// SAFETY: `folding` came from [`prepare`] (or is null) and no plan uses it.
-pub(super) unsafe fn free(folding: *mut Folding) {
-    if !folding.is_null() {
-        drop(Box::from_raw(folding));
-    }
 }
 
 /// The parser set-up of a plan made by [`prepare`] (Postgres's

@@ -38,11 +38,10 @@ struct SavedPlan {
     sql: Box<str>,
     argtypes: Box<[u32]>,
     planning: Planning,
-    /// The values it was made for (`fixed_values`): (parameter index, value).
-    fixed: Box<[(u32, Box<str>)]>,
     plan: usize,
-    /// Its `fixed_values::Folding`, when it has fixed values.
-    folding: usize,
+    /// The fixed values it was made for, with the parser hook's state
+    /// (`fixed_values`); dropped after the plan is freed.
+    folding: Option<Box<fixed_values::Folding>>,
 }
 
 impl SavedPlan {
@@ -50,8 +49,7 @@ impl SavedPlan {
         self.planning == planning
             && *self.sql == *sql
             && self.argtypes.iter().copied().eq(argtypes.iter().map(|o| o.to_u32()))
-            && self.fixed.len() == fixed.len()
-            && self.fixed.iter().zip(fixed).all(|((i, v), (j, w))| i == j && **v == **w)
+            && self.folding.as_ref().map_or(fixed.is_empty(), |f| f.is_for(fixed))
     }
 }
 
@@ -281,11 +279,10 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         // setting is in force whenever its plan is made.
         let _no_seqscan = (planning == Planning::GenericIndexed)
             .then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
-        if !folded {
-            pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
+        if folded {
+            fixed_values::execute(plan, &datums, read_only)
         } else {
-            let values: Vec<Option<pg_sys::Datum>> = datums.iter().map(|d| d.datum().map(|d| d.sans_lifetime())).collect();
-            fixed_values::execute(plan, &values, &argtypes, read_only)
+            pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), read_only, 0)
         }
     };
     if fresh || latest {
@@ -327,8 +324,7 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
     }
     let source = pg_sys::list_nth(sources, 0) as *mut pg_sys::CachedPlanSource;
     // The values as SPI_execute_plan passes them.
-    let values: Vec<Option<pg_sys::Datum>> = datums.iter().map(|d| d.datum().map(|d| d.sans_lifetime())).collect();
-    let bound = fixed_values::param_list(&values, &argtypes);
+    let bound = fixed_values::param_list(&datums);
     let text = CString::new(sql).map_err(|_| KipError::new(ErrorCode::InternalError, "SQL text contains a NUL byte"))?;
     let owner = pg_sys::CurrentResourceOwner;
     let cached = pg_sys::GetCachedPlan(source, bound, owner, std::ptr::null_mut());
@@ -492,9 +488,10 @@ unsafe fn saved_plan(
         0
     };
     let (plan, folding) = if fixed.is_empty() {
-        (pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options), std::ptr::null_mut())
+        (pg_sys::SPI_prepare_cursor(csql.as_ptr(), argtypes.len() as i32, argtypes.as_mut_ptr(), options), None)
     } else {
-        fixed_values::prepare(&csql, argtypes, fixed, options)
+        let (plan, folding) = fixed_values::prepare(&csql, argtypes, fixed, options);
+        (plan, Some(folding))
     };
     if plan.is_null() {
         return Err(KipError::new(
@@ -509,7 +506,7 @@ unsafe fn saved_plan(
             for (_, old) in plans.by_hash.drain() {
                 for saved in old {
                     pg_sys::SPI_freeplan(saved.plan as pg_sys::SPIPlanPtr);
-                    fixed_values::free(saved.folding as *mut fixed_values::Folding);
+                    // Its folding goes with `saved`, after the plan.
                 }
             }
             plans.count = 0;
@@ -521,9 +518,8 @@ unsafe fn saved_plan(
             sql: sql.into(),
             argtypes: argtypes.iter().map(|o| o.to_u32()).collect(),
             planning,
-            fixed: fixed.iter().map(|&(i, v)| (i, v.into())).collect(),
             plan: plan as usize,
-            folding: folding as usize,
+            folding,
         });
     });
     Ok(plan)
