@@ -604,6 +604,11 @@ fn read_path_error_codes() {
     assert_eq!(code(&mut c, "FIND(?x WHERE {"), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} } LIMIT 1 CURSOR "zzzz""#), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(REGEX(?x.name, "(")) }"#), "KIP_1001");
+    // The error names the pattern at fault, also among several.
+    let e = kip(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(REGEX(?x.name, "^E") || REGEX(?x.name, "x[")) }"#, json!({}));
+    assert_eq!(err_code(&e), "KIP_1001", "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().starts_with(r#"REGEX pattern "x[": invalid regular expression"#), "{e}");
+    assert!(e["error"]["hint"].is_string(), "{e}");
     assert_eq!(code(&mut c, r#"FIND(?a.name) WHERE { (?a, "next"{1,3}, ?b) }"#), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {id: "X:1"} }"#), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?x.metadata > 1) }"#), "KIP_1001");

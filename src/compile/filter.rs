@@ -451,7 +451,8 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
         return Err(KipError::new(
             ErrorCode::InvalidSyntax,
             format!("{} takes {} argument(s), got {}", func.keyword(), func.arity(), args.len()),
-        ));
+        )
+        .with_hint(format!("Write it as {}.", func.usage())));
     }
     let a = operand(access, cx, &args[0])?;
     match func {

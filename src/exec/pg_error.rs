@@ -77,7 +77,8 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Simplify the pattern given to REGEX (fewer nested or bounded repetitions).")
         }
-        ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, format!("invalid regular expression: {message}"))
+        // Postgres's message already says "invalid regular expression: …".
+        ERRCODE_INVALID_REGULAR_EXPRESSION => KipError::new(ErrorCode::InvalidSyntax, message.to_string())
             .with_hint("Fix the pattern given to REGEX (POSIX regular expression syntax)."),
         // A role without the privileges of kip's group roles, or a write
         // refused by row-level security: an access error, not an internal

@@ -521,6 +521,19 @@ impl FilterFunc {
             _ => 2,
         }
     }
+
+    /// A call written correctly, for the hint of an error about the call.
+    pub fn usage(self) -> &'static str {
+        match self {
+            FilterFunc::In => "IN(?x.attributes.status, [\"active\", \"draft\"])",
+            FilterFunc::IsNull => "IS_NULL(?x.metadata.expires_at)",
+            FilterFunc::IsNotNull => "IS_NOT_NULL(?x.metadata.expires_at)",
+            FilterFunc::Contains => "CONTAINS(?x.name, \"text\")",
+            FilterFunc::StartsWith => "STARTS_WITH(?x.name, \"prefix\")",
+            FilterFunc::EndsWith => "ENDS_WITH(?x.name, \"suffix\")",
+            FilterFunc::Regex => "REGEX(?x.name, \"^pattern$\")",
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -635,6 +648,16 @@ impl UpdateFunc {
         match self {
             UpdateFunc::Clamp => 3,
             _ => 2,
+        }
+    }
+
+    /// A call written correctly, for the hint of an error about the call.
+    pub fn usage(self) -> &'static str {
+        match self {
+            UpdateFunc::Add => "ADD(COALESCE(?x.attributes.count, 0), 1)",
+            UpdateFunc::Mul => "MUL(?x.metadata.confidence, 0.9)",
+            UpdateFunc::Clamp => "CLAMP(?x.metadata.confidence, 0.0, 1.0)",
+            UpdateFunc::Coalesce => "COALESCE(?x.attributes.count, 0)",
         }
     }
 }

@@ -82,6 +82,9 @@ fn wrong_kind(name: &str, expected: &str, got: &Json) -> KipError {
         "parameter :{name} must be {expected}, got {}",
         kind_of(got)
     ))
+    .with_hint(format!(
+        "Change the value of \"{name}\" in `parameters`: this position takes {expected}."
+    ))
 }
 
 fn kind_of(v: &Json) -> &'static str {
@@ -134,7 +137,8 @@ fn bind_slot(slot: Slot<'_>, params: &Map<String, Json>) -> Result<(), KipError>
                     Some(f) => {
                         return Err(KipError::syntax(format!(
                             "parameter :{n} (THRESHOLD) must be between 0 and 1, got {f}"
-                        )))
+                        ))
+                        .with_hint(format!("Set \"{n}\" in `parameters` to a score from 0 to 1, e.g. 0.5.")))
                     }
                     None => return Err(wrong_kind(n, "a number (THRESHOLD)", v)),
                 }
@@ -148,7 +152,8 @@ fn bind_slot(slot: Slot<'_>, params: &Map<String, Json>) -> Result<(), KipError>
                     None => {
                         return Err(KipError::syntax(format!(
                             "parameter :{n} (MODE) must be \"keyword\", \"semantic\" or \"hybrid\", got {v}"
-                        )))
+                        ))
+                        .with_hint(format!("Set \"{n}\" in `parameters` to one of \"keyword\", \"semantic\" or \"hybrid\".")))
                     }
                 }
             }

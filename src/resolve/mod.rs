@@ -19,11 +19,42 @@ pub mod protection;
 pub mod registry;
 
 use crate::compile::env::{Facts, InStatement, Limits};
-use crate::exec::{spi, Access, SqlParam};
+use crate::exec::{spi, subxact, Access, SqlParam};
 use crate::space::Space;
 use kip_lang::ast::WhereClause;
-use kip_lang::KipError;
+use kip_lang::{ErrorCode, KipError};
 use serde_json::Value;
+
+/// Compiles each literal REGEX pattern once, in a subtransaction of its
+/// own: an invalid pattern raises SQLSTATE 2201B, which becomes `KIP_1001`.
+/// When that happens the patterns are tried one by one (only on this error
+/// path) so that the error names the pattern at fault, not just Postgres's
+/// complaint about it.
+fn check_regexes(patterns: Vec<String>) -> Result<(), KipError> {
+    let compile_all = |patterns: Vec<String>| {
+        subxact::run_isolated(|| {
+            spi::query(
+                "SELECT bool_and(''::text ~ p) FROM unnest($1::text[]) p",
+                &[SqlParam::TextArray(patterns)],
+                Access::ReadOnly,
+            )
+            .map(drop)
+        })
+    };
+    let Err(e) = compile_all(patterns.clone()) else { return Ok(()) };
+    if e.code != ErrorCode::InvalidSyntax {
+        return Err(e);
+    }
+    let culprit = if patterns.len() == 1 {
+        patterns.into_iter().next()
+    } else {
+        patterns.into_iter().find(|p| compile_all(vec![p.clone()]).is_err())
+    };
+    Err(match culprit {
+        Some(p) => KipError { message: format!("REGEX pattern {p:?}: {}", e.message), ..e },
+        None => e,
+    })
+}
 
 /// `kip.max_hops` and `kip.max_limit` as the compiler uses them.
 pub fn limits() -> Limits {
@@ -93,13 +124,7 @@ fn facts_of(space: &Space, clauses: &[WhereClause], access: Access, checks: Opti
         facts.unanchored_over_cap = Some(over == Value::Bool(true));
     }
     if !literals.regexes.is_empty() {
-        // Compiles each pattern once; an invalid one raises SQLSTATE 2201B,
-        // which becomes KIP_1001.
-        spi::query(
-            "SELECT bool_and(''::text ~ p) FROM unnest($1::text[]) p",
-            &[SqlParam::TextArray(literals.regexes)],
-            Access::ReadOnly,
-        )?;
+        check_regexes(literals.regexes)?;
     }
     facts.verified_in_statement = checks;
     Ok(facts)

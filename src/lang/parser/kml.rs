@@ -37,7 +37,8 @@ pub(super) fn concept_block(pair: Pair<Rule>) -> Result<ConceptBlock> {
                     return Err(syn(
                         &p,
                         "a CONCEPT block is identified by {type: …, name: …} or {id: …}",
-                    ));
+                    )
+                    .with_hint("Write the block as CONCEPT ?h { {type: \"Person\", name: \"Alice\"} SET ATTRIBUTES { … } }, or {id: \"C:12\"} for an existing concept."));
                 }
                 identity = Some(sel);
             }
@@ -146,7 +147,8 @@ pub(super) fn check_upsert_endpoint(e: &Endpoint, pos: &Pair<Rule>) -> Result<()
         Endpoint::Concept(_) => Err(syn(
             pos,
             "inside UPSERT a concept reference needs {type: …, name: …} or {id: …}",
-        )),
+        )
+        .with_hint("Name the concept as {type: \"Person\", name: \"Alice\"} or {id: \"C:12\"}, or use a handle (?h) defined earlier in the UPSERT.")),
         Endpoint::Proposition(p) => check_upsert_prop(p, pos),
     }
 }
@@ -156,7 +158,8 @@ pub(super) fn check_upsert_prop(p: &PropPattern, pos: &Pair<Rule>) -> Result<()>
         PropPattern::Id(_) => Ok(()),
         PropPattern::Triple(t) => {
             if !matches!(t.predicate, Predicate::Literal(_)) {
-                return Err(syn(pos, "inside UPSERT a proposition needs a single literal predicate (no variable, hops or alternatives)"));
+                return Err(syn(pos, "inside UPSERT a proposition needs a single literal predicate (no variable, hops or alternatives)")
+                .with_hint("Write one quoted predicate, e.g. (?h, \"treats\", ?s); hop ranges, alternatives and predicate variables belong to FIND."));
             }
             check_upsert_endpoint(&t.subject, pos)?;
             check_upsert_endpoint(&t.object, pos)
@@ -243,7 +246,8 @@ pub(super) fn update_expr(pair: Pair<Rule>, target: &str) -> Result<UpdateExpr> 
                         func.arity(),
                         args.len()
                     ),
-                ));
+                )
+                .with_hint(format!("Write it as {}.", func.usage())));
             }
             Ok(UpdateExpr::Call { func, args })
         }

@@ -75,7 +75,8 @@ pub(super) fn projection(pair: Pair<Rule>) -> Result<Projection> {
                 return Err(syn(
                     &whole,
                     format!("DISTINCT is only allowed in COUNT, not {}", func.keyword()),
-                ));
+                )
+                .with_hint("Write COUNT(DISTINCT ?x); SUM, AVG, MIN and MAX take a plain ?x or dot path."));
             }
             Ok(Projection::Aggregate(Aggregate {
                 func,
@@ -172,7 +173,8 @@ pub(super) fn concept_sel(pair: Pair<Rule>) -> Result<ConceptSelector> {
                 return Err(syn(
                     &val_pair,
                     format!("the '{k}' of a concept clause must be a string"),
-                ))
+                )
+                .with_hint("Quote the value, e.g. {type: \"Drug\", name: \"Aspirin\"}, or pass it as a :parameter."))
             }
         };
         once(slot, v, &p_pos, &format!("key '{k}'"))?;
@@ -182,7 +184,8 @@ pub(super) fn concept_sel(pair: Pair<Rule>) -> Result<ConceptSelector> {
         (Some(_), _, _) => Err(syn(
             &whole,
             "a concept clause with 'id' cannot also have 'type' or 'name'",
-        )),
+        )
+        .with_hint("Match by {id: \"C:12\"} alone, or by {type: …, name: …}.")),
         (None, Some(t), Some(n)) => Ok(ConceptSelector::TypeName {
             type_name: t,
             name: n,
@@ -192,7 +195,8 @@ pub(super) fn concept_sel(pair: Pair<Rule>) -> Result<ConceptSelector> {
         (None, None, None) => Err(syn(
             &whole,
             "empty concept clause: give id, or type and/or name",
-        )),
+        )
+        .with_hint("Write {type: \"Drug\"} for all concepts of a type, {type: \"Drug\", name: \"Aspirin\"} for one, or {id: \"C:12\"}.")),
     }
 }
 
@@ -204,7 +208,8 @@ pub(super) fn prop_pattern(pair: Pair<Rule>) -> Result<PropPattern> {
             match value(val_pair.clone())? {
                 ValueOrParam::Value(Json::String(s)) => Ok(PropPattern::Id(Bindable::Lit(s))),
                 ValueOrParam::Param(n) => Ok(PropPattern::Id(Bindable::Param(n))),
-                _ => Err(syn(&val_pair, "a proposition id must be a string")),
+                _ => Err(syn(&val_pair, "a proposition id must be a string")
+                .with_hint("Write (id: \"P:40:treats\"), or pass the id as a :parameter.")),
             }
         }
         Rule::triple => {
@@ -294,6 +299,7 @@ pub(super) fn hop_range(pair: Pair<Rule>) -> Result<HopRange> {
                         p.as_str()
                     ),
                 )
+                .with_hint("Write a hop range of whole numbers, e.g. \"is_subclass_of\"{1,3}, {2} or {1,}.")
             })
     };
     let mut it = pair.into_inner();
@@ -317,7 +323,8 @@ pub(super) fn hop_range(pair: Pair<Rule>) -> Result<HopRange> {
                     "hop range {{{},{}}} has its minimum above its maximum",
                     range.min, max
                 ),
-            ));
+            )
+            .with_hint("Write the smaller count first, e.g. {1,3}."));
         }
     }
     Ok(range)
@@ -382,7 +389,8 @@ pub(super) fn unary(pair: Pair<Rule>, depth: usize) -> Result<Expr> {
     // the AST; count it with the other expression levels.
     let depth = depth + nots + 1;
     if depth > MAX_DEPTH {
-        return Err(syn(&whole, format!("FILTER expression nested deeper than {MAX_DEPTH} levels (parentheses, functions and '!')")));
+        return Err(syn(&whole, format!("FILTER expression nested deeper than {MAX_DEPTH} levels (parentheses, functions and '!')"))
+        .with_hint("Flatten the expression, or split it into several FILTER clauses (they are AND-ed)."));
     }
     let mut e = primary(parts.into_iter().last().expect("primary"), depth)?;
     for _ in 0..nots {
@@ -425,7 +433,8 @@ pub(super) fn func_call(pair: Pair<Rule>, depth: usize) -> Result<Expr> {
                 if func.arity() == 1 { "" } else { "s" },
                 args.len()
             ),
-        ));
+        )
+        .with_hint(format!("Write it as {}.", func.usage())));
     }
     if func == FilterFunc::In {
         let list_ok = match &args[1] {
@@ -437,7 +446,8 @@ pub(super) fn func_call(pair: Pair<Rule>, depth: usize) -> Result<Expr> {
             return Err(syn(
                 &whole,
                 "the second argument of IN must be a list like [\"a\", \"b\"] or a :parameter",
-            ));
+            )
+            .with_hint(format!("Write it as {}.", func.usage())));
         }
     }
     Ok(Expr::Call { func, args })

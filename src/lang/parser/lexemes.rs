@@ -91,11 +91,13 @@ pub(super) fn string(pair: Pair<Rule>) -> Result<String> {
         let pos = body.as_span().start() + off;
         let (line, col) = crate::depth::line_col(body.get_input(), pos);
         KipError::syntax(format!("line {line}, column {col}: {msg}"))
+            .with_hint("Strings follow JSON: escape \\\" and \\\\, and write other escapes as \\n, \\t or \\uXXXX.")
     })
 }
 
 pub(super) fn number(pair: &Pair<Rule>) -> Result<serde_json::Number> {
-    lexical::parse_number(pair.as_str()).map_err(|m| syn(pair, m))
+    lexical::parse_number(pair.as_str())
+        .map_err(|m| syn(pair, m).with_hint("Numbers follow JSON, e.g. 42, -3.5 or 1e-3."))
 }
 
 pub(super) fn str_arg(pair: Pair<Rule>) -> Result<StrArg> {
@@ -123,7 +125,11 @@ pub(super) fn uint_arg(pair: Pair<Rule>, what: &str) -> Result<UIntArg> {
                     "{what} must be a non-negative integer, got {}",
                     pair.as_str()
                 ),
-            )),
+            )
+            .with_hint(format!(
+                "Write a whole number from 0 to {} (e.g. {what} 10), or a :parameter.",
+                u64::MAX
+            ))),
         },
         _ => unreachable!("uint position is param | number"),
     }
@@ -195,7 +201,8 @@ pub(super) fn dot_path(pair: Pair<Rule>) -> Result<DotPath> {
                     first.as_str(),
                     first.as_str()
                 ),
-            ));
+            )
+            .with_hint("Only attributes and metadata have keys: use ?x.attributes.<key> or ?x.metadata.<key>."));
         }
         Ok(DotPath {
             var: v.clone(),
@@ -219,7 +226,8 @@ pub(super) fn dot_path(pair: Pair<Rule>) -> Result<DotPath> {
                     first.as_str(),
                     segs[1].as_str()
                 ),
-            )),
+            )
+            .with_hint("Dot paths reach one key below attributes or metadata; project the whole value and read inside it.")),
         }
     };
     match first.as_str() {

@@ -72,6 +72,7 @@ pub(super) fn search(pair: Pair<Rule>) -> Result<Search> {
                     Bindable::Param(n) => Bindable::Param(n),
                     Bindable::Lit(m) => Bindable::Lit(SearchMode::from_name(&m).ok_or_else(|| {
                         syn(&pos, format!("unknown search MODE \"{m}\": use \"keyword\", \"semantic\" or \"hybrid\""))
+                        .with_hint("Write MODE \"keyword\", MODE \"semantic\" or MODE \"hybrid\".")
                     })?),
                 };
                 once(&mut s.mode, v, &pos, "MODE")?;
@@ -86,7 +87,8 @@ pub(super) fn search(pair: Pair<Rule>) -> Result<Search> {
                             return Err(syn(
                                 &q,
                                 format!("THRESHOLD must be between 0 and 1, got {}", q.as_str()),
-                            ));
+                            )
+                            .with_hint("A THRESHOLD is a score from 0 to 1, e.g. THRESHOLD 0.5."));
                         }
                         Bindable::Lit(n)
                     }

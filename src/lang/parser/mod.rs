@@ -93,7 +93,8 @@ fn build_command(pair: Pair<Rule>) -> Result<Command> {
 /// Store `value` into `slot`, refusing a second occurrence of a clause.
 pub(super) fn once<T>(slot: &mut Option<T>, value: T, pair: &Pair<Rule>, what: &str) -> Result<()> {
     if slot.is_some() {
-        return Err(syn(pair, format!("{what} given more than once")));
+        return Err(syn(pair, format!("{what} given more than once"))
+        .with_hint(format!("Write {what} only once.")));
     }
     *slot = Some(value);
     Ok(())

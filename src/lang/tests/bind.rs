@@ -198,6 +198,7 @@ fn missing_parameter_names_it() {
     .unwrap_err();
     assert_eq!(e.code.as_str(), "KIP_1001");
     assert!(e.message.contains(":drug_name"), "{}", e.message);
+    assert!(e.hint.is_some());
     let e = bind(
         r#"UPSERT { CONCEPT ?c { {type: "T", name: "n"} SET ATTRIBUTES { a: [1, {b: :deep}] } } }"#,
         json!({"other": 1}),
@@ -258,6 +259,8 @@ fn wrong_kind_is_refused() {
         let e = bind(text, p.clone()).unwrap_err();
         assert_eq!(e.code.as_str(), "KIP_1001", "{text}");
         assert!(e.message.contains(name), "{text}: {}", e.message);
+        let hint = e.hint.as_deref().unwrap_or_default();
+        assert!(hint.contains(&format!("\"{}\"", &name[1..])), "{text}: the hint names the parameter: {hint:?}");
     }
     // Integral floats are accepted where an integer is expected.
     let s = bind(

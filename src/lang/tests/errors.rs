@@ -139,6 +139,8 @@ fn structural_errors() {
             e.message
         );
         assert!(e.message.starts_with("line "), "no position: {}", e.message);
+        // Every parse error tells the agent how to mend the command.
+        assert!(e.hint.is_some(), "no hint: {text}: {}", e.message);
     }
 }
 
@@ -165,6 +167,7 @@ fn illegal_identifiers_are_kip_1002() {
         let e = err(text);
         assert_eq!(e.code, ErrorCode::InvalidIdentifier, "{text}: {e}");
         assert!(e.message.contains(needle), "{}", e.message);
+        assert!(e.hint.is_some(), "no hint: {text}: {}", e.message);
     }
     // Quoted keys may hold anything.
     assert!(kip_lang::parse(
