@@ -456,6 +456,14 @@ fn the_worker_embeds_new_elements_within_two_seconds() {
         assert!(Instant::now() < deadline, "no kip worker serves kip_worker_test (kip.worker_databases)");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // kip_embedding_status says whether a worker drains this database's
+    // backlog: here one does, in kip_test (not in kip.worker_databases) none.
+    let status: Value = c.query_one("SELECT kip_embedding_status()", &[]).unwrap().get(0);
+    assert_eq!(status["worker"], "running", "{status}");
+    ensure_database("kip_test");
+    let mut other = Client::connect(&dsn_for("kip_test"), NoTls).unwrap();
+    let status: Value = other.query_one("SELECT kip_embedding_status()", &[]).unwrap().get(0);
+    assert!(status["worker"].as_str().unwrap().contains("kip_embed_pending()"), "{status}");
     let space = fresh_space(&mut c, "worker");
     ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} } }"#, json!({})));
     // Let the worker clear the bootstrap backlog of the new space first.
