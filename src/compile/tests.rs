@@ -436,6 +436,29 @@ fn a_constant_ord_is_left_out_of_the_order() {
     assert!(union.contains("min(s.ord) AS ord") && union.contains("d.ord ASC NULLS LAST"), "{union}");
 }
 
+/// The row a FILTER of the block reads joins before an OPTIONAL that does
+/// not bind its variable (so the FILTER can drop a solution before the
+/// OPTIONAL's lookups run), and after the OPTIONAL that binds it.
+#[test]
+fn a_filtered_row_joins_before_a_later_optional() {
+    let (sql, _) = pattern(
+        r#"?s {type: "Drug", name: "a"} (?s, "treats", ?o) FILTER(?o.attributes.score >= 30) OPTIONAL { (?o, "treats", ?x) }"#,
+        &facts(),
+    )
+    .unwrap();
+    let row = sql.find("LEFT JOIN kip.concepts rc").expect(&sql);
+    let optional = sql.find("LEFT JOIN LATERAL (SELECT p").expect(&sql);
+    assert!(row < optional, "{sql}");
+    let (sql, _) = pattern(
+        r#"?s {type: "Drug", name: "a"} OPTIONAL { (?s, "treats", ?x) } FILTER(IS_NULL(?x.attributes.score))"#,
+        &facts(),
+    )
+    .unwrap();
+    let optional = sql.find("LEFT JOIN LATERAL (SELECT p").expect(&sql);
+    let row = sql.find("LEFT JOIN kip.concepts rc").expect(&sql);
+    assert!(optional < row, "{sql}");
+}
+
 #[test]
 fn find_pages_with_one_extra_row() {
     let plan = find(r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?x.name DESC"#, 10, 20).unwrap();

@@ -99,7 +99,7 @@ fn optional(b: &mut Builder, cx: &mut Cx, inner: &[WhereClause]) -> Result<(), K
     let visible = b.visible();
     let rel = cx.in_optional_part(|cx| compile_block(inner, &visible, cx, false))?;
     let alias = cx.alias("o");
-    b.left(format!("LATERAL ({}) {alias}", rel.sql));
+    b.optional(format!("LATERAL ({}) {alias}", rel.sql));
     for v in rel.vars {
         b.bind_new(&v.name, v.kind, format!("{alias}.{}", v.column), None);
     }

@@ -18,6 +18,16 @@ enum From {
     Full(String),
     Left(String),
     LeftOn(String, String),
+    /// An OPTIONAL block: `LEFT JOIN LATERAL … ON true`.
+    Optional(String),
+}
+
+impl From {
+    /// The alias the item defines: every item ends with it.
+    fn alias(&self) -> &str {
+        let (From::Inner(x) | From::Full(x) | From::Left(x) | From::LeftOn(x, _) | From::Optional(x)) = self;
+        x.rsplit(' ').next().unwrap_or_default()
+    }
 }
 
 static NEXT_BLOCK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
@@ -62,8 +72,28 @@ impl Builder {
     }
 
     /// `LEFT JOIN LATERAL item ON true` (an OPTIONAL block).
-    pub(super) fn left(&mut self, item: String) {
-        self.from.push(From::Left(item));
+    pub(super) fn optional(&mut self, item: String) {
+        self.from.push(From::Optional(item));
+    }
+
+    /// Where the row of a variable whose value is `expr` joins the tree:
+    /// right before the first OPTIONAL after the item that binds the
+    /// variable, or at the end. A row join finds at most one row and reads
+    /// only the variable, so it may go before an OPTIONAL that does not
+    /// bind the variable; there, the FILTERs of the block that read the
+    /// row can drop a solution before the OPTIONAL's lookups run for it
+    /// (the planner, estimating one row everywhere in a generic plan, kept
+    /// the written order and probed the OPTIONAL for solutions the FILTER
+    /// then dropped).
+    fn row_join_position(&self, expr: &str) -> usize {
+        let source = expr.split_once('.').map(|(alias, _)| alias);
+        let bound_after = source
+            .and_then(|a| self.from.iter().position(|item| item.alias() == a))
+            .map_or(0, |i| i + 1);
+        self.from[bound_after.min(self.from.len())..]
+            .iter()
+            .position(|item| matches!(item, From::Optional(_)))
+            .map_or(self.from.len(), |i| bound_after + i)
     }
 
     /// An independent clause group: the first is the tree's start, the
@@ -105,11 +135,11 @@ impl Builder {
         for (i, item) in self.from.iter().enumerate() {
             match (i, item) {
                 (0, From::Inner(x) | From::Full(x)) => out.push_str(x),
-                (0, From::Left(x)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON true")),
+                (0, From::Left(x) | From::Optional(x)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON true")),
                 (0, From::LeftOn(x, on)) => out.push_str(&format!("(SELECT 1) AS unit LEFT JOIN {x} ON {on}")),
                 (_, From::Inner(x)) => out.push_str(&format!(" CROSS JOIN {x}")),
                 (_, From::Full(x)) => out.push_str(&format!(" FULL JOIN {x} ON true")),
-                (_, From::Left(x)) => out.push_str(&format!(" LEFT JOIN {x} ON true")),
+                (_, From::Left(x) | From::Optional(x)) => out.push_str(&format!(" LEFT JOIN {x} ON true")),
                 (_, From::LeftOn(x, on)) => out.push_str(&format!(" LEFT JOIN {x} ON {on}")),
             }
         }
@@ -205,9 +235,10 @@ impl VarAccess for Builder {
             return Some(row.clone());
         }
         // By id alone, as `either_link_row` explains.
+        let at = self.row_join_position(&var.expr);
         let join = |cx: &mut Cx, b: &mut Builder, table: &str, prefix: &str| {
             let a = cx.alias(prefix);
-            b.from.push(From::LeftOn(format!("kip.{table} {a}"), format!("{a}.id = {}", var.expr)));
+            b.from.insert(at, From::LeftOn(format!("kip.{table} {a}"), format!("{a}.id = {}", var.expr)));
             a
         };
         let row = match var.kind {
@@ -217,7 +248,7 @@ impl VarAccess for Builder {
             VarKind::Element => {
                 let concept = join(cx, self, "concepts", "rc");
                 let proposition = cx.alias("rp");
-                self.from.push(From::Left(either_link_row(&proposition, &var.expr, &concept)));
+                self.from.insert(at + 1, From::Left(either_link_row(&proposition, &var.expr, &concept)));
                 Row::Either { concept, proposition }
             }
         };
