@@ -115,6 +115,16 @@ fn size_limits_name_the_limit() {
     let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, json!({"n": long}));
     assert_eq!(err_code(&out), "KIP_2002", "{out}");
     assert!(message(&out).contains("1024"), "{out}");
+    // A blank name, written or passed as a parameter, is refused; nothing is written.
+    for name in ["", "   ", "\t\n"] {
+        let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, json!({"n": name}));
+        assert_eq!(err_code(&out), "KIP_2002", "{name:?}: {out}");
+        assert!(message(&out).contains("blank") && out["error"]["hint"].is_string(), "{out}");
+    }
+    let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: ""} } }"#, json!({}));
+    assert_eq!(err_code(&out), "KIP_2002", "{out}");
+    let left: i64 = c.query_one("SELECT count(*) FROM kip.concepts WHERE type = 'Drug' AND btrim(name, E' \t\n') = ''", &[]).unwrap().get(0);
+    assert_eq!(left, 0);
     // A description too large for the keyword index.
     let words: Vec<String> = (0..250_000).map(|i| format!("w{i}")).collect();
     let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Wordy"} SET ATTRIBUTES { description: :d } } }"#, json!({"d": words.join(" ")}));

@@ -114,6 +114,12 @@ fn expr_terms(e: &Expr) -> usize {
 /// KIP_2002 when a type, name or predicate written by KML is longer than
 /// [`MAX_NAME_BYTES`].
 pub fn check_name(what: &str, value: &str) -> Result<(), KipError> {
+    // A blank name identifies nothing an agent could ground on later: it is
+    // almost always a template left unfilled.
+    if value.trim().is_empty() {
+        return Err(KipError::new(ErrorCode::ConstraintViolation, format!("the {what} {value:?} is blank"))
+            .with_hint("Give the element a name that identifies it, e.g. {type: \"Person\", name: \"Alice\"}."));
+    }
     if value.len() > MAX_NAME_BYTES {
         let shown: String = value.chars().take(40).collect();
         return Err(KipError::new(
