@@ -36,7 +36,8 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
         serde_json::Value::Object(m) => m,
         serde_json::Value::Null => Default::default(),
         other => {
-            return Err(KipError::new(ErrorCode::InvalidSyntax, format!("parameters must be a JSON object, got {other}")))
+            return Err(KipError::new(ErrorCode::InvalidSyntax, format!("parameters must be a JSON object, got {other}"))
+                .with_hint("Pass the placeholders' values as an object, e.g. '{\"name\": \"Aspirin\"}'."))
         }
     };
     let req = CommandRequest { command: command.to_string(), parameters };

@@ -99,6 +99,7 @@ fn apply_block(ctx: &Ctx, block: ConceptBlock, statement_meta: Option<Vec<Field>
             ErrorCode::ConstraintViolation,
             format!("{node} holds a value at attribute {path} that is not of the kind the capsule defines, so merging would lose one of them"),
         )
+        .with_hint(format!("Give {node} a value of the capsule's kind at {path} (or remove it), then run the maintenance cycle again."))
     })?;
     if add.is_empty() {
         return Ok(());
