@@ -111,8 +111,8 @@ fn expr_terms(e: &Expr) -> usize {
     count
 }
 
-/// KIP_2002 when a type, name or predicate written by KML is longer than
-/// [`MAX_NAME_BYTES`].
+/// KIP_2002 when a type, name or predicate written by KML is blank (empty
+/// or white space only) or longer than [`MAX_NAME_BYTES`].
 pub fn check_name(what: &str, value: &str) -> Result<(), KipError> {
     // A blank name identifies nothing an agent could ground on later: it is
     // almost always a template left unfilled.

@@ -77,23 +77,22 @@ impl Builder {
     }
 
     /// Where the row of a variable whose value is `expr` joins the tree:
-    /// right before the first OPTIONAL after the item that binds the
-    /// variable, or at the end. A row join finds at most one row and reads
-    /// only the variable, so it may go before an OPTIONAL that does not
-    /// bind the variable; there, the FILTERs of the block that read the
-    /// row can drop a solution before the OPTIONAL's lookups run for it
-    /// (the planner, estimating one row everywhere in a generic plan, kept
-    /// the written order and probed the OPTIONAL for solutions the FILTER
-    /// then dropped).
+    /// right before the first OPTIONAL after the item of this block that
+    /// binds the variable (`alias.column`), otherwise at the end. A row join
+    /// finds at most one row and reads only the variable, so it may go
+    /// before an OPTIONAL that does not bind the variable; there, the
+    /// FILTERs of the block that read the row can drop a solution before
+    /// the OPTIONAL's lookups run for it (the planner, estimating one row
+    /// everywhere in a generic plan, kept the written order and probed the
+    /// OPTIONAL for solutions the FILTER then dropped).
     fn row_join_position(&self, expr: &str) -> usize {
-        let source = expr.split_once('.').map(|(alias, _)| alias);
-        let bound_after = source
-            .and_then(|a| self.from.iter().position(|item| item.alias() == a))
-            .map_or(0, |i| i + 1);
-        self.from[bound_after.min(self.from.len())..]
+        let end = self.from.len();
+        let Some((alias, _)) = expr.split_once('.') else { return end };
+        let Some(binding) = self.from.iter().position(|item| item.alias() == alias) else { return end };
+        self.from[binding + 1..]
             .iter()
             .position(|item| matches!(item, From::Optional(_)))
-            .map_or(self.from.len(), |i| bound_after + i)
+            .map_or(end, |i| binding + 1 + i)
     }
 
     /// An independent clause group: the first is the tree's start, the
