@@ -303,6 +303,11 @@ fn hint_for(text: &str, pos: usize) -> String {
         return "EXPECT VERSION goes right after the identity clause of the block, before any SET."
             .into();
     }
+    if (word == "LIMIT" || word == "CURSOR") && text[..pos.min(text.len())].trim_start().starts_with("DESCRIBE") {
+        return "Only DESCRIBE CONCEPT TYPES and DESCRIBE PROPOSITION TYPES take LIMIT and CURSOR; \
+                DESCRIBE PRIMER, DOMAINS and a single TYPE \"…\" return their whole answer."
+            .into();
+    }
     if rest.starts_with('\'') {
         return "Strings use double quotes: \"like this\".".into();
     }

@@ -79,6 +79,8 @@ fn hints_for_common_mistakes() {
     .hint
     .unwrap()
     .contains("EXPECT VERSION"));
+    assert!(err("DESCRIBE DOMAINS LIMIT 2").hint.unwrap().contains("Only DESCRIBE CONCEPT TYPES"));
+    assert!(err("DESCRIBE PRIMER CURSOR \"x\"").hint.unwrap().contains("take LIMIT and CURSOR"));
 }
 
 #[test]
