@@ -122,31 +122,28 @@ fn search_with_vector(
 }
 
 /// Provider, model, whether semantic search is available here (and why
-/// not), and how many elements wait for a vector.
+/// not), how many elements wait for a vector, and whether a worker embeds
+/// them.
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_embedding_status() -> JsonB {
     let availability = embed::availability(true);
-    let pending = spi::query(
-        "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
-                (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL)",
-        &[],
-        Access::ReadOnly,
-    )
-    .unwrap_or_else(|e| raise(e));
     // The backlog drains only where a kip worker serves the database; a
     // database left out of `kip.worker_databases` keeps its backlog until
     // someone calls kip_embed_pending(), which is easy to miss.
-    let worker = spi::query(
-        "SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+    let status = spi::query(
+        "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
+                (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL),
+                EXISTS (SELECT 1 FROM pg_stat_activity
                         WHERE backend_type = 'kip worker' AND datname = current_database())",
         &[],
         Access::ReadOnly,
     )
     .unwrap_or_else(|e| raise(e));
+    let row = &status[0];
     let mut v = availability.describe();
     v["available"] = json!(availability.available);
-    v["pending"] = json!({ "concepts": pending[0][0], "propositions": pending[0][1] });
-    v["worker"] = if worker[0][0] == json!(true) {
+    v["pending"] = json!({ "concepts": row[0], "propositions": row[1] });
+    v["worker"] = if row[2] == json!(true) {
         json!("running")
     } else {
         json!("none for this database: pending elements wait for kip_embed_pending(), or list the database in kip.worker_databases (with kip in shared_preload_libraries) and restart the server")

@@ -25,12 +25,28 @@ use kip_lang::ast::WhereClause;
 use kip_lang::{ErrorCode, KipError};
 use serde_json::Value;
 
-/// Compiles each literal REGEX pattern once, in a subtransaction of its
-/// own: an invalid pattern raises SQLSTATE 2201B, which becomes `KIP_1001`.
-/// When that happens the patterns are tried one by one (only on this error
-/// path) so that the error names the pattern at fault, not just Postgres's
-/// complaint about it.
-fn check_regexes(patterns: Vec<String>) -> Result<(), KipError> {
+/// Literal REGEX patterns this backend has compiled without error: a
+/// pattern's validity depends on nothing but its text, so a FIND sent again
+/// checks none again. Starts afresh when full, as the other memos do.
+const MAX_VALID_PATTERNS: usize = 256;
+
+thread_local! {
+    static VALID_PATTERNS: std::cell::RefCell<std::collections::HashSet<String>> = Default::default();
+}
+
+/// Compiles each literal REGEX pattern not seen before, in a subtransaction
+/// of its own: an invalid pattern raises SQLSTATE 2201B, which becomes
+/// `KIP_1001`. When that happens the patterns are tried one by one (only on
+/// this error path) so that the error names the pattern at fault, not just
+/// Postgres's complaint about it.
+fn check_regexes(mut patterns: Vec<String>) -> Result<(), KipError> {
+    VALID_PATTERNS.with(|v| {
+        let valid = v.borrow();
+        patterns.retain(|p| !valid.contains(p));
+    });
+    if patterns.is_empty() {
+        return Ok(());
+    }
     let compile_all = |patterns: Vec<String>| {
         subxact::run_isolated(|| {
             spi::query(
@@ -41,7 +57,16 @@ fn check_regexes(patterns: Vec<String>) -> Result<(), KipError> {
             .map(drop)
         })
     };
-    let Err(e) = compile_all(patterns.clone()) else { return Ok(()) };
+    let Err(e) = compile_all(patterns.clone()) else {
+        VALID_PATTERNS.with(|v| {
+            let mut valid = v.borrow_mut();
+            if valid.len() + patterns.len() > MAX_VALID_PATTERNS {
+                valid.clear();
+            }
+            valid.extend(patterns);
+        });
+        return Ok(());
+    };
     if e.code != ErrorCode::InvalidSyntax {
         return Err(e);
     }
