@@ -10,7 +10,7 @@ use crate::exec::Mode;
 use crate::compile::bound::opt_lit;
 use crate::compile::env::Env;
 use crate::resolve;
-use crate::exec::{spi, subxact, SqlParam};
+use crate::exec::{budget, spi, subxact, SqlParam};
 use kip_lang::ast::Command;
 use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
@@ -41,9 +41,13 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
         }
     };
     let req = CommandRequest { command: command.to_string(), parameters };
-    let script = engine::prepare(&req, Mode::ReadOnly)?;
+    // Parsed as for a writer, so that any command but a FIND gets the
+    // refusal below rather than kip_execute_readonly's; nothing but a FIND
+    // is ever run.
+    let script = engine::prepare(&req, Mode::ReadWrite)?;
     let Some(Command::Find(q)) = script.commands.first() else {
-        return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_explain explains FIND commands")
+        let keyword = script.commands.first().map_or("this command", |c| c.keyword());
+        return Err(KipError::new(ErrorCode::InvalidSyntax, format!("kip_explain explains FIND commands, not {keyword}"))
             .with_hint("Pass a FIND(…) WHERE { … } command."));
     };
     let space = crate::space::current()?;
@@ -82,6 +86,9 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
 /// (with `analyze => true`, `EXPLAIN ANALYZE`: the query runs).
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_explain(command: &str, parameters: default!(JsonB, "'{}'"), analyze: default!(bool, false)) -> String {
+    // The time budget of a command, as kip_execute gives it: with
+    // `analyze` the query runs.
+    let _budget = budget::arm();
     match subxact::run_isolated(|| explain(command, parameters.0.clone(), analyze)) {
         Ok(text) => text,
         Err(e) => format!("{}: {}{}", e.code.as_str(), e.message, e.hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()),

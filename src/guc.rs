@@ -22,6 +22,8 @@ pub static COMMAND_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 /// Kilobytes.
 pub static MAX_COMMAND_SIZE: GucSetting<i32> = GucSetting::<i32>::new(4_096);
 pub static MAX_CLAUSES: GucSetting<i32> = GucSetting::<i32>::new(512);
+/// Kilobytes.
+pub static MAX_ELEMENT_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_024);
 
 pub fn register() {
     GucRegistry::define_string_guc(
@@ -77,6 +79,16 @@ pub fn register() {
         c"The largest KIP command text accepted.",
         c"Larger command texts are refused with KIP_4002 before they are parsed.",
         &MAX_COMMAND_SIZE,
+        1,
+        1_048_576,
+        GucContext::Userset,
+        GucFlags::UNIT_KB,
+    );
+    GucRegistry::define_int_guc(
+        c"kip.max_element_size",
+        c"The most bytes of attributes and metadata a KML command may leave on one element.",
+        c"Counted uncompressed; a write past it is refused with KIP_2002 and leaves nothing. Plain SQL writes are not checked.",
+        &MAX_ELEMENT_SIZE,
         1,
         1_048_576,
         GucContext::Userset,

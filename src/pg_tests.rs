@@ -113,8 +113,8 @@ fn jsonb_is_read_from_its_bytes_as_the_iterator_reads_it() {
             let raw = pgrx::direct_function_call::<pg_sys::Datum>(pg_sys::jsonb_in, &[Some(pg_sys::Datum::from(cstring.as_ptr()))]).unwrap();
             let jb = pg_sys::pg_detoast_datum(raw.cast_mut_ptr()) as *mut pg_sys::Jsonb;
             let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
-            let decoded = crate::exec::jsonb::decode(jb.cast::<u8>().add(4), size - 4, 0);
-            let iterated = crate::exec::jsonb::iterate(jb);
+            let decoded = crate::exec::jsonb::decode(jb.cast::<u8>().add(4), size - 4, 0, crate::exec::jsonb::BigNumbers::AsText);
+            let iterated = crate::exec::jsonb::iterate(jb, crate::exec::jsonb::BigNumbers::AsText);
             assert_eq!(decoded, iterated, "{}", &text[..text.len().min(200)]);
             assert_eq!(decoded.as_ref(), Some(&expected), "{}", &text[..text.len().min(200)]);
             assert_eq!(crate::exec::jsonb::to_value(raw), Some(expected), "{}", &text[..text.len().min(200)]);

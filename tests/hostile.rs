@@ -125,11 +125,14 @@ fn size_limits_name_the_limit() {
     assert_eq!(err_code(&out), "KIP_2002", "{out}");
     let left: i64 = c.query_one("SELECT count(*) FROM kip.concepts WHERE type = 'Drug' AND btrim(name, E' \t\n') = ''", &[]).unwrap().get(0);
     assert_eq!(left, 0);
-    // A description too large for the keyword index.
+    // A description too large for the keyword index (within an element
+    // size raised for it).
+    c.batch_execute("SET kip.max_element_size = '4MB'").unwrap();
     let words: Vec<String> = (0..250_000).map(|i| format!("w{i}")).collect();
     let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Wordy"} SET ATTRIBUTES { description: :d } } }"#, json!({"d": words.join(" ")}));
     assert_eq!(err_code(&out), "KIP_2002", "{}", message(&out));
     assert!(message(&out).contains("tsvector"), "{}", message(&out));
+    c.batch_execute("RESET kip.max_element_size").unwrap();
     // A 10 MB command text.
     let huge = format!(r#"FIND(?d) WHERE {{ ?d {{type: "Drug", name: "{}"}} }}"#, "x".repeat(10 * 1024 * 1024));
     let out = kip(&mut c, &huge, json!({}));
@@ -322,4 +325,129 @@ fn a_non_superuser_role_can_use_kip() {
     assert_eq!(err_code(&kip(&mut c, r#"DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Domain", name: "CoreSchema"} }"#, json!({}))), "KIP_3004");
     // The role cannot read the cursor secret directly.
     assert!(c.query_one("SELECT secret FROM kip.instance_secrets", &[]).is_err());
+}
+
+#[test]
+fn an_element_is_bounded_in_size_and_a_find_in_its_lists() {
+    let mut c = connect();
+    fresh_space(&mut c, "elemsize");
+    drugs(&mut c, 1);
+    let upsert = |key: &str| format!(r#"UPSERT {{ CONCEPT ?d {{ {{type: "Drug", name: "drug 0"}} SET ATTRIBUTES {{ {key}: :v }} }} }}"#);
+    // One value over kip.max_element_size (1 MB): KIP_2002, nothing written.
+    let out = kip(&mut c, &upsert("notes"), json!({"v": "x".repeat(1_100_000)}));
+    assert_eq!(err_code(&out), "KIP_2002", "{}", message(&out));
+    assert!(message(&out).contains("kip.max_element_size is 1024 kB"), "{}", message(&out));
+    assert!(out["error"]["hint"].is_string(), "{out}");
+    let created = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Big"} SET ATTRIBUTES { notes: :v } } }"#, json!({"v": "x".repeat(1_100_000)}));
+    assert_eq!(err_code(&created), "KIP_2002", "{}", message(&created));
+    assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }"#, json!({}))), json!(1));
+    // Growing an element past it write by write: the write that crosses it
+    // is refused, by UPSERT and by UPDATE alike.
+    let half = "y".repeat(600_000);
+    ok(kip(&mut c, &upsert("a"), json!({"v": half})));
+    assert_eq!(err_code(&kip(&mut c, &upsert("b"), json!({"v": half}))), "KIP_2002");
+    let update = r#"UPDATE ?d SET ATTRIBUTES { c: :v } WHERE { ?d {type: "Drug", name: "drug 0"} }"#;
+    assert_eq!(err_code(&kip(&mut c, update, json!({"v": half}))), "KIP_2002");
+    let stored = ok(kip(&mut c, r#"FIND(?d.attributes.b, ?d.attributes.c) WHERE { ?d {type: "Drug", name: "drug 0"} }"#, json!({})));
+    assert_eq!(stored, json!([[null, null]]));
+    // The setting raises the bound; plain SQL is not held to it.
+    c.batch_execute("SET kip.max_element_size = '4MB'").unwrap();
+    ok(kip(&mut c, &upsert("b"), json!({"v": half})));
+    c.batch_execute("RESET kip.max_element_size").unwrap();
+    c.batch_execute("UPDATE kip.concepts SET attributes = attributes || jsonb_build_object('d', repeat('z', 600000)) WHERE type = 'Drug' AND name = 'drug 0'").unwrap();
+    // At most 64 FIND expressions and 32 ORDER BY keys, before Postgres's
+    // own limits (100 function arguments, 1,664 columns).
+    let list = |n: usize, f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>().join(", ");
+    let wide = format!(r#"FIND({}) WHERE {{ ?d {{type: "Drug"}} }}"#, list(65, &|i| format!("?d.attributes.k{i}")));
+    let out = kip(&mut c, &wide, json!({}));
+    assert_eq!(err_code(&out), "KIP_4002", "{out}");
+    assert!(message(&out).contains("at most 64"), "{out}");
+    let sorted = format!(r#"FIND(?d.name) WHERE {{ ?d {{type: "Drug"}} }} ORDER BY {} LIMIT 1"#, list(33, &|i| format!("?d.attributes.k{i}")));
+    let out = kip(&mut c, &sorted, json!({}));
+    assert_eq!(err_code(&out), "KIP_4002", "{out}");
+    assert!(message(&out).contains("at most 32"), "{out}");
+    let fits = format!(r#"FIND({}) WHERE {{ ?d {{type: "Drug"}} }} ORDER BY {} LIMIT 1"#, list(64, &|i| format!("?d.attributes.k{i}")), list(32, &|i| format!("?d.attributes.k{i}")));
+    assert_eq!(ok(kip(&mut c, &fits, json!({})))[0].as_array().map(Vec::len), Some(64));
+}
+
+#[test]
+fn a_number_beyond_a_double_is_read_as_its_decimal_text() {
+    let mut c = connect();
+    fresh_space(&mut c, "bignum");
+    drugs(&mut c, 1);
+    // Written by plain SQL: jsonb holds any numeric, JSON numbers do not.
+    c.batch_execute("UPDATE kip.concepts SET attributes = attributes || '{\"big\": 1e400, \"small\": 2}' WHERE type = 'Drug' AND name = 'drug 0'").unwrap();
+    // Read as text: serde_json, like many JSON readers, holds no such number.
+    let text = |c: &mut Client, command: &str| -> String { c.query_one("SELECT kip_execute($1::text)::text", &[&command]).unwrap().get(0) };
+    let digits = format!("1{}", "0".repeat(400));
+    for command in [
+        r#"FIND(?d.attributes.big, ?d.attributes.small) WHERE { ?d {type: "Drug"} }"#,
+        r#"FIND(?d) WHERE { ?d {type: "Drug"} }"#,
+        r#"EXPORT ?d WHERE { ?d {type: "Drug"} }"#,
+        r#"FIND(?d.name, ?d.attributes.big) WHERE { ?d {type: "Drug"} } ORDER BY ?d.attributes.big DESC"#,
+    ] {
+        let out = text(&mut c, command);
+        assert!(!out.contains("\"error\""), "{command}: {}", &out[..out.len().min(300)]);
+        assert!(out.contains(&digits), "{command}: {}", &out[..out.len().min(300)]);
+    }
+    // A merge reads both concepts' attributes in kip.
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "twin"} } }"#, json!({})));
+    let out = text(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Drug", name: "drug 0"} ?t {type: "Drug", name: "twin"} }"#);
+    assert!(out.contains("\"merged\": true"), "{out}");
+}
+
+#[test]
+fn a_batch_stops_where_the_statement_timeout_expired() {
+    let mut c = connect();
+    fresh_space(&mut c, "stmt_timeout");
+    drugs(&mut c, 300);
+    let slow = r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} ?c {type: "Drug"} }"#;
+    c.batch_execute("SET statement_timeout = '500ms'").unwrap();
+    let started = std::time::Instant::now();
+    let out = kip_request(&mut c, json!({"commands": [slow, slow, slow]}));
+    c.batch_execute("RESET statement_timeout").unwrap();
+    let items = out["result"].as_array().unwrap_or_else(|| panic!("{out}"));
+    // Postgres fires the timer once: the commands after it would run unbounded.
+    assert_eq!(items.len(), 1, "{out}");
+    assert_eq!(err_code(&items[0]), "KIP_4001", "{out}");
+    assert!(message(&items[0]).contains("statement timeout"), "{out}");
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
+
+#[test]
+fn kip_explain_keeps_the_command_budget_and_says_what_it_explains() {
+    let mut c = connect();
+    fresh_space(&mut c, "explain_budget");
+    drugs(&mut c, 300);
+    c.batch_execute("SET kip.command_timeout = '300ms'").unwrap();
+    let slow = r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} ?c {type: "Drug"} }"#;
+    let started = std::time::Instant::now();
+    let plan: String = c.query_one("SELECT kip_explain($1::text, '{}', true)", &[&slow]).unwrap().get(0);
+    assert!(plan.starts_with("KIP_4001"), "{plan}");
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    c.batch_execute("RESET kip.command_timeout").unwrap();
+    let plan: String = c.query_one("SELECT kip_explain('UPSERT { CONCEPT ?d { {type: \"Drug\", name: \"x\"} } }')", &[]).unwrap().get(0);
+    assert!(plan.starts_with("KIP_1001: kip_explain explains FIND commands, not UPSERT"), "{plan}");
+}
+
+#[test]
+fn errors_quote_a_long_value_by_its_start() {
+    let mut c = connect();
+    fresh_space(&mut c, "long_values");
+    drugs(&mut c, 1);
+    let long = "q".repeat(1_000_000);
+    for (command, params) in [
+        (r#"FIND(?d) WHERE { ?d {type: "Drug", name: :n} (?d, "treats", ?x) }"#, json!({"n": long})),
+        (r#"DESCRIBE CONCEPT TYPE :n"#, json!({"n": long})),
+        (r#"FIND(?d) WHERE { ?d {id: :n} }"#, json!({"n": format!("C:{long}")})),
+    ] {
+        let out = kip(&mut c, command, params);
+        assert!(out.get("error").is_some(), "{command}");
+        let m = message(&out);
+        assert!(m.len() < 400 && m.contains(" bytes)"), "{command}: {} bytes: {}", m.len(), &m[..m.len().min(200)]);
+    }
+    // A name cut short by a parser error names what may follow, not pest's rules.
+    let out = kip(&mut c, r#"FIND(?d) WHERE { ?d {type: "Drug", name: :a-b} }"#, json!({"a": "x"}));
+    assert_eq!(err_code(&out), "KIP_1001", "{out}");
+    assert!(!message(&out).contains("BUILTIN_RULE"), "{out}");
 }

@@ -200,6 +200,21 @@ fn optional_not_union_scoping() {
     // Duplicates across branches collapse.
     let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {name: "a"} UNION { ?x {type: "Node"} FILTER(?x.name == "a") } }"#);
     assert_eq!(r, json!(["a"]));
+    // The block before a UNION is its own operand: a FILTER or NOT written
+    // there narrows that block, not the branch's rows (RC10 §3.4.7.3)...
+    let r = find(&mut c, r#"FIND(?x.name, ?z.name) WHERE { ?x {type: "Node"} FILTER(?x.name == "a") UNION { ?z {name: "c"} } }"#);
+    assert_eq!(r, json!([["a", null], [null, "c"]]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} NOT { (?x, "next", ?y) } UNION { ?x {name: "a"} } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["a", "b", "c"]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?x.name != "b") UNION { ?x {name: "b"} } } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["a", "b", "c"]));
+    // ...while one written after it applies to every branch's rows.
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} UNION { ?x {name: "b"} } FILTER(?x.name != "b") } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!(["a", "c"]));
+    // A FILTER before a UNION over a variable bound only after it still
+    // applies to the whole block.
+    let r = find(&mut c, r#"FIND(?x.name, ?z.name) WHERE { ?x {name: "a"} FILTER(?z.name == "b") UNION { ?x {name: "c"} } ?z {name: "b"} } ORDER BY ?x.name ASC"#);
+    assert_eq!(r, json!([["a", "c"], ["b", "b"]]));
 }
 
 #[test]
@@ -612,6 +627,13 @@ fn read_path_error_codes() {
     assert_eq!(code(&mut c, r#"FIND(?a.name) WHERE { (?a, "next"{1,3}, ?b) }"#), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {id: "X:1"} }"#), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?x.metadata > 1) }"#), "KIP_1001");
+    // A string field alone is no condition (an attribute alone is one: true
+    // when it holds true).
+    let e = kip(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?x.name) }"#, json!({}));
+    assert_eq!(err_code(&e), "KIP_1001", "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("?x.name is a string"), "{e}");
+    assert!(e["error"]["hint"].as_str().unwrap().contains("IS_NOT_NULL(?x.name)"), "{e}");
+    assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(!?x.type || ?x.id) }"#), "KIP_1001");
     assert_eq!(code(&mut c, r#"FIND(?p) WHERE { ?x {name: "E0"} (?x, ?p, ?y) (?p, "next", ?y) }"#), "KIP_1001");
     // KIP_3001: unbound variable in FIND, ORDER BY or FILTER.
     assert_eq!(code(&mut c, r#"FIND(?nope) WHERE { ?x {type: "Node"} }"#), "KIP_3001");

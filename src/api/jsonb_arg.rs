@@ -39,12 +39,12 @@ impl JsonbArg {
         serde_json::from_str(&text).map_err(|e| {
             let reason = e.to_string();
             if reason.contains("recursion limit") {
-                KipError::new(ErrorCode::InvalidSyntax, format!("{what} nest deeper than {MAX_JSON_DEPTH} levels"))
+                KipError::new(ErrorCode::InvalidSyntax, format!("{what}: nested deeper than {MAX_JSON_DEPTH} levels"))
                     .with_hint(format!("Flatten the value: JSON parameters may nest at most {MAX_JSON_DEPTH} levels deep."))
             } else if reason.contains("number out of range") {
                 // jsonb holds any numeric; KIP values are JSON numbers, a
                 // double at most (a literal that large is refused alike).
-                KipError::new(ErrorCode::InvalidSyntax, format!("{what} hold a number out of range ({reason})"))
+                KipError::new(ErrorCode::InvalidSyntax, format!("{what}: a number out of range ({reason})"))
                     .with_hint("KIP numbers are doubles (about ±1.8e308): pass a larger number as a string.")
             } else {
                 KipError::new(ErrorCode::InvalidSyntax, format!("{what} could not be read as JSON: {e}"))
@@ -60,7 +60,8 @@ impl FromDatum for JsonbArg {
             return None;
         }
         // SAFETY: a non-null jsonb datum.
-        if let Some(value) = unsafe { crate::exec::jsonb::to_value(datum) } {
+        use crate::exec::jsonb::{to_value_with, BigNumbers};
+        if let Some(value) = unsafe { to_value_with(datum, BigNumbers::Refuse) } {
             return Some(JsonbArg::Value(value));
         }
         // jsonb_out detoasts its argument and returns a palloc'd C string.

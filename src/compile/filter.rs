@@ -91,6 +91,11 @@ fn not_comparable(what: &str) -> KipError {
         .with_hint("Compare a field instead, e.g. ?x.attributes.<key> or ?x.metadata.<key>.")
 }
 
+fn not_a_condition(what: &str) -> KipError {
+    KipError::new(ErrorCode::InvalidSyntax, format!("{what} is a string, not a condition: a FILTER needs true or false"))
+        .with_hint(format!("Compare it, e.g. FILTER({what} == \"…\"), or test it with IS_NOT_NULL({what})."))
+}
+
 fn path_text(p: &DotPath) -> String {
     match &p.field {
         PathField::Whole => format!("?{}", p.var),
@@ -548,6 +553,9 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
         Expr::Path(p) => match path_operand(access, cx, p)? {
             Operand::Json(j) => format!("coalesce({j} = 'true'::jsonb, false)"),
             Operand::Object(_) => return Err(not_comparable(&path_text(p))),
+            // A name, type, id, predicate or endpoint is a string: never
+            // the true a condition needs.
+            Operand::Text(_) => return Err(not_a_condition(&path_text(p))),
             other => format!("NOT {}", is_null(&other)),
         },
         Expr::Not(inner) => format!("(NOT {})", compile_filter(access, cx, inner)?),

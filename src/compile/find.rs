@@ -139,7 +139,7 @@ impl Guard {
 
 /// A `{type, name}` of FIND's mandatory pattern that names no concept.
 fn missing_named_concept(type_name: &str, name: &str) -> KipError {
-    KipError::new(ErrorCode::NotFound, format!("concept {{type: {type_name:?}, name: {name:?}}} does not exist in this memory space"))
+    KipError::new(ErrorCode::NotFound, format!("concept {{type: {}, name: {}}} does not exist in this memory space", kip_lang::quoted(type_name), kip_lang::quoted(name)))
         .with_hint("It may have been deleted or never created; use SEARCH CONCEPT to find similar names.")
 }
 

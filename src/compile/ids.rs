@@ -68,7 +68,7 @@ pub fn parse(text: &str) -> Result<ParsedId, KipError> {
 }
 
 fn malformed(text: &str) -> KipError {
-    KipError::new(ErrorCode::InvalidSyntax, format!("malformed element id {text:?}"))
+    KipError::new(ErrorCode::InvalidSyntax, format!("malformed element id {}", kip_lang::quoted(text)))
         .with_hint("Element ids look like \"C:12\" (concept) or \"P:40:treats\" (proposition); copy them from a FIND or UPSERT result.")
 }
 

@@ -45,9 +45,12 @@ impl VarAccess for RowAccess {
 
 /// `AND`-ed SQL of the top-level FILTERs of `clauses` that mention only
 /// `target`, over the row `alias` of the table of `kind`; `None` when there
-/// are none.
+/// are none. Only those after the block's last UNION: one written before a
+/// UNION narrows the UNION's left operand (`pattern::block`), not the
+/// branch's targets.
 pub fn recheck_sql(clauses: &[WhereClause], env: Env, params: &mut Params, target: &str, kind: ElementKind, alias: &str) -> Result<Option<String>, KipError> {
-    let filters: Vec<_> = clauses
+    let after_unions = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).map_or(0, |i| i + 1);
+    let filters: Vec<_> = clauses[after_unions..]
         .iter()
         .filter_map(|c| match c {
             WhereClause::Filter(e) => Some(e),

@@ -58,7 +58,7 @@ fn definition(ctx: &Ctx, meta_type: &str, what: &str, name: &str) -> Result<Outc
     )?;
     if node.is_null() {
         let listing = if meta_type == CONCEPT_TYPE { "CONCEPT TYPES" } else { "PROPOSITION TYPES" };
-        return Err(KipError::new(ErrorCode::NotFound, format!("{what} {name:?} is not defined"))
+        return Err(KipError::new(ErrorCode::NotFound, format!("{what} {} is not defined", kip_lang::quoted(name)))
             .with_hint(format!("Type names are case-sensitive; run DESCRIBE {listing} to list the defined ones.")));
     }
     Ok(Outcome::new(node))

@@ -25,7 +25,7 @@ pub fn check_command_size(text: &str) -> Result<(), KipError> {
             ErrorCode::ResourceExhausted,
             format!("the command text is {} bytes; kip.max_command_size is {limit_kb} kB", text.len()),
         )
-        .with_hint("Split the capsule into several UPSERT commands (EXPORT pages are independent capsules), or raise kip.max_command_size."));
+        .with_hint("Send a shorter command: split a capsule into several UPSERT commands (EXPORT pages are independent capsules), pass long values as :parameters, or raise kip.max_command_size."));
     }
     Ok(())
 }
@@ -44,6 +44,39 @@ pub fn check_clauses(script: &Script) -> Result<(), KipError> {
             format!("the pattern has {count} clauses and FILTER terms; kip.max_clauses is {limit}"),
         )
         .with_hint("Split the query into smaller ones, use IN(…) with a list instead of many alternatives, or raise kip.max_clauses."));
+    }
+    Ok(())
+}
+
+/// Most expressions in a FIND's `FIND(…)` list. Each reads its element's
+/// row for every solution; Postgres takes at most 100 arguments to the
+/// function that builds a result row.
+pub const MAX_FIND_EXPRESSIONS: usize = 64;
+
+/// Most `ORDER BY` keys. Each key reads its element's attributes or
+/// metadata afresh for every solution, and a large attributes object read
+/// that way hundreds of times at once holds that many copies in memory.
+pub const MAX_ORDER_KEYS: usize = 32;
+
+/// KIP_4002 when a FIND lists more expressions or ORDER BY keys than
+/// [`MAX_FIND_EXPRESSIONS`] / [`MAX_ORDER_KEYS`].
+pub fn check_find_lists(script: &Script) -> Result<(), KipError> {
+    for command in &script.commands {
+        let Command::Find(q) = command else { continue };
+        if q.projections.len() > MAX_FIND_EXPRESSIONS {
+            return Err(KipError::new(
+                ErrorCode::ResourceExhausted,
+                format!("FIND lists {} expressions; at most {MAX_FIND_EXPRESSIONS} are allowed", q.projections.len()),
+            )
+            .with_hint("Project whole elements (FIND(?x) returns every attribute) or split the query."));
+        }
+        if q.order_by.len() > MAX_ORDER_KEYS {
+            return Err(KipError::new(
+                ErrorCode::ResourceExhausted,
+                format!("ORDER BY has {} keys; at most {MAX_ORDER_KEYS} are allowed", q.order_by.len()),
+            )
+            .with_hint("Order by fewer keys: later keys only break ties of the earlier ones."));
+        }
     }
     Ok(())
 }

@@ -80,7 +80,9 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
     if !dry_run {
         if let Some(call) = templates::direct(&cmd.command, &cmd.parameters, space.name()) {
             let ctx = Ctx::new(space.clone(), access);
-            return (envelope::single(run_isolated(|| find::run_direct(&call, &ctx))), false);
+            let outcome = run_isolated(|| find::run_direct(&call, &ctx));
+            let stop = matches!(&outcome, Err(e) if pg_error::is_statement_timeout(e));
+            return (envelope::single(outcome), stop);
         }
     }
     let script = match prepare(cmd, mode) {
@@ -97,13 +99,21 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
             return (envelope::single(Err(e)), true);
         }
         crate::governance::history::tag_command(Some(&cmd.command));
+        crate::exec::element_size::kml_running(true);
     }
     let ctx = Ctx::for_text(space.clone(), access, &cmd.command);
     let outcome = run_isolated(|| execute_script(&script, &ctx));
     if is_kml {
         crate::governance::history::tag_command(None);
+        crate::exec::element_size::kml_running(false);
     }
-    let stop = is_kml && outcome.is_err();
+    // A batch stops at its first failed KML command, and where the calling
+    // statement's statement_timeout expired: Postgres fires that timer
+    // once, and the commands after it would run without it.
+    let stop = match &outcome {
+        Err(e) => is_kml || pg_error::is_statement_timeout(e),
+        Ok(_) => false,
+    };
     (envelope::single(outcome), stop)
 }
 
@@ -138,6 +148,7 @@ pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
     limits::check_command_size(&cmd.command)?;
     let script = parsed::parse(&cmd.command)?;
     limits::check_clauses(&script)?;
+    limits::check_find_lists(&script)?;
     let script = kip_lang::bind(script, &cmd.parameters)?;
     if script.commands.is_empty() {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "empty command")

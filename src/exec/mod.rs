@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod context;
 pub mod element_json;
+pub mod element_size;
 pub mod jsonb;
 pub mod known;
 pub mod pg_error;

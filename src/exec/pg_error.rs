@@ -15,6 +15,16 @@ pub fn is_conflict(e: &KipError) -> bool {
     e.code == ErrorCode::InternalError && e.message.starts_with(CONFLICT)
 }
 
+/// How a statement timeout's KIP error starts its message.
+const STATEMENT_TIMEOUT: &str = "execution time exceeded the limit";
+
+/// Whether `e` reports that the calling statement's `statement_timeout`
+/// expired. Postgres fires that timer once: the commands of a batch after
+/// it would run without it, so a batch stops there.
+pub fn is_statement_timeout(e: &KipError) -> bool {
+    e.code == ErrorCode::ExecutionTimeout && e.message.starts_with(STATEMENT_TIMEOUT)
+}
+
 /// What to do with an error caught while running one KIP command.
 pub enum Caught {
     /// Report it to the caller as a KIP error envelope.
@@ -38,7 +48,7 @@ pub fn classify(caught: CaughtError) -> Caught {
         )
         .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise kip.command_timeout (SET kip.command_timeout = '2min')."),
         ERRCODE_QUERY_CANCELED if message.contains("statement timeout") => {
-            KipError::new(ErrorCode::ExecutionTimeout, format!("execution time exceeded the limit: {message}"))
+            KipError::new(ErrorCode::ExecutionTimeout, format!("{STATEMENT_TIMEOUT}: {message}"))
                 .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise statement_timeout.")
         }
         ERRCODE_QUERY_CANCELED => return Caught::Rethrow(caught),
@@ -53,6 +63,10 @@ pub fn classify(caught: CaughtError) -> Caught {
             format!("the text to index for keyword search is too long: {message}"),
         )
         .with_hint("Shorten the name, description or aliases: keyword search indexes at most 1 MB of words per element."),
+        ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.starts_with(super::element_size::REFUSAL) => {
+            KipError::new(ErrorCode::ConstraintViolation, message.to_string())
+                .with_hint("Keep long text outside memory elements or split it over several concepts, or raise kip.max_element_size.")
+        }
         ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.contains("index row") => KipError::new(
             ErrorCode::ConstraintViolation,
             format!("a value is too long to be indexed: {message}"),

@@ -76,6 +76,9 @@ unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr])
     let old = (*trigger).tg_trigtuple;
     let new = (*trigger).tg_newtuple;
     let changed = content.iter().any(|c| differs(desc, old, new, column(desc, c)));
+    if changed {
+        super::element_size::check(new, desc, WHAT);
+    }
     // Ids are kip's to issue (governance/element_ids.rs): an update moves
     // no element to another id, except a superuser's or a restore's
     // (`row_security` off).

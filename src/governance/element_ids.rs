@@ -65,6 +65,7 @@ pub unsafe extern "C-unwind" fn kip_check_element_id(fcinfo: pg_sys::FunctionCal
     }
     let row = (*trigger).tg_trigtuple;
     let desc = (*(*trigger).tg_relation).rd_att;
+    crate::exec::element_size::check(row, desc, WHAT);
     let id = column_i64(row, desc, c"id");
     // Each issued id passes once: a backend shared by roles (SET ROLE) never
     // lets one role insert, under its own, an id issued to another.

@@ -176,3 +176,15 @@ impl fmt::Display for KipError {
 }
 
 impl std::error::Error for KipError {}
+
+/// A value from the command, quoted for an error message: whole when short,
+/// else its start and its length, so a megabyte name or id does not come
+/// back a megabyte long.
+pub fn quoted(value: &str) -> String {
+    const SHOWN_CHARS: usize = 60;
+    if value.chars().count() <= 2 * SHOWN_CHARS {
+        return format!("{value:?}");
+    }
+    let start: String = value.chars().take(SHOWN_CHARS).collect();
+    format!("{start:?}… ({} bytes)", value.len())
+}

@@ -19,7 +19,7 @@ mod parser;
 pub mod printer;
 mod syntax_error;
 
-pub use error::{ErrorCode, KipError};
+pub use error::{quoted, ErrorCode, KipError};
 pub use lexical::is_identifier;
 
 /// Maximum bracket nesting depth (`(`, `{`, `[`) accepted by [`parse`].

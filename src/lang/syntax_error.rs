@@ -57,7 +57,9 @@ pub fn translate(
         }
         if !had_rules {
             for t in &tokens {
-                if t.len() > 1 && t.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                // pest names its built-in character classes (the letters
+                // and digits that may continue a name) BUILTIN_RULE.
+                if t.len() > 1 && t != "BUILTIN_RULE" && t.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
                     push(&mut expected, t.clone());
                 }
             }

@@ -56,7 +56,7 @@ pub fn explain_empty_match(space: &Space, clauses: &[WhereClause]) -> Result<(),
     registry::require_all(space, &collect::schema_names(clauses))?;
     match first_missing(space, collect::named_concepts(clauses), Access::ReadWrite)? {
         None => Ok(()),
-        Some((t, n)) => Err(KipError::new(ErrorCode::NotFound, format!("concept {{type: {t:?}, name: {n:?}}} does not exist"))
+        Some((t, n)) => Err(KipError::new(ErrorCode::NotFound, format!("concept {{type: {}, name: {}}} does not exist", kip_lang::quoted(&t), kip_lang::quoted(&n)))
             .with_hint("Nothing was changed. Check the type and name (case-sensitive) with SEARCH or FIND.")),
     }
 }

@@ -99,3 +99,21 @@ fn update_refuses_protected_structure_but_lets_self_evolve() {
     let out = run(&mut c, r#"UPDATE ?l SET METADATA { checked: true } WHERE { ?s {type: "$ConceptType", name: "Person"} ?l (?s, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }"#);
     assert_eq!(out["updated"], 1);
 }
+
+#[test]
+fn a_filter_before_a_union_narrows_only_the_block_before_it() {
+    let mut c = medical("upd");
+    // The FILTER narrows the Symptoms before the UNION; the branch's Drugs
+    // are targets too, and the FILTER's second check on each written row
+    // does not drop them.
+    let out = run(
+        &mut c,
+        r#"UPDATE ?x SET ATTRIBUTES { picked: true }
+           WHERE { ?x {type: "Symptom"} FILTER(?x.name == "Headache") UNION { ?x {type: "Drug"} } }"#,
+    );
+    let drugs = run(&mut c, r#"FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }"#);
+    let n = drugs.as_u64().unwrap() + 1;
+    assert_eq!(out, json!({"updated": n, "matched": n}));
+    let picked = run(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Symptom"} FILTER(?x.attributes.picked == true) }"#);
+    assert_eq!(picked, json!(["Headache"]));
+}

@@ -8,7 +8,10 @@
 //! into a subquery, `UNION ALL`s it with the independently compiled branch
 //! (missing variables padded with NULL), and continues from that. `FILTER`
 //! and `NOT` apply to the block's solutions wherever they are written, so
-//! they are compiled last, with every variable of the block in scope.
+//! they are compiled last, with every variable of the block in scope;
+//! except that those written before a UNION that read only the variables
+//! bound before it apply to that UNION's left operand (the block preceding
+//! it, RC10 §3.4.7.3), not to the branch's rows.
 
 use super::builder::{Builder, Rel};
 use super::scope::{kind_conflict, Cx, Scope, VarBinding, VarKind};
@@ -71,11 +74,31 @@ pub(crate) fn compile_block(
             WhereClause::Not(inner) => negations.push(inner),
             WhereClause::Optional(inner) => optional(&mut b, cx, inner)?,
             WhereClause::Union(branch) => {
+                // The block before a UNION is its own operand (RC10
+                // §3.4.7.3): the FILTERs and NOTs written so far that read
+                // only its variables narrow it, not the branch's rows.
+                if !b.is_empty() {
+                    let visible = b.visible();
+                    let (now, later): (Vec<_>, Vec<_>) =
+                        negations.into_iter().partition(|inner| shares_a_variable(inner, &visible));
+                    negations = later;
+                    apply_negations(&mut b, cx, now)?;
+                    let (now, later): (Vec<_>, Vec<_>) = filters.into_iter().partition(|e| reads_only(e, &visible));
+                    filters = later;
+                    apply_filters(&mut b, cx, now)?;
+                }
                 unions += 1;
                 union(&mut b, cx, branch, unions)?;
             }
         }
     }
+    apply_negations(&mut b, cx, negations)?;
+    apply_filters(&mut b, cx, filters)?;
+    Ok(b.render_carrying(with_ord, with_ord && cx.carry_rows))
+}
+
+/// Each `NOT { … }` as a condition on the solutions built so far.
+fn apply_negations(b: &mut Builder, cx: &mut Cx, negations: Vec<&[WhereClause]>) -> Result<(), KipError> {
     for inner in negations {
         let visible = b.visible();
         let rel = cx.in_optional_part(|cx| compile_block(inner, &visible, cx, false))?;
@@ -86,11 +109,23 @@ pub(crate) fn compile_block(
             b.cond(format!("NOT EXISTS ({})", rel.sql));
         }
     }
+    Ok(())
+}
+
+/// Each FILTER as a condition on the solutions built so far.
+fn apply_filters(b: &mut Builder, cx: &mut Cx, filters: Vec<&Expr>) -> Result<(), KipError> {
     for e in filters {
-        let sql = filter::compile_filter(&mut b, cx, e)?;
+        let sql = filter::compile_filter(b, cx, e)?;
         b.cond(sql);
     }
-    Ok(b.render_carrying(with_ord, with_ord && cx.carry_rows))
+    Ok(())
+}
+
+/// Whether every variable a FILTER reads is in `visible`.
+fn reads_only(e: &Expr, visible: &Scope) -> bool {
+    let mut names = Vec::new();
+    groups::expr_vars(e, &mut names);
+    names.iter().all(|n| visible.get(n).is_some())
 }
 
 /// `OPTIONAL { … }`: a LEFT JOIN LATERAL of the inner block; its new

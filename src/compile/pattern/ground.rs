@@ -12,7 +12,7 @@ use crate::compile::ids;
 use kip_lang::{ErrorCode, KipError};
 
 pub(crate) fn not_found(what: &str, id: &str) -> KipError {
-    KipError::new(ErrorCode::NotFound, format!("{what} {id:?} does not exist in this memory space"))
+    KipError::new(ErrorCode::NotFound, format!("{what} {} does not exist in this memory space", kip_lang::quoted(id)))
         .with_hint("The element may have been deleted or never created; use SEARCH or FIND to locate it.")
 }
 

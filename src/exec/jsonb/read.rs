@@ -18,12 +18,31 @@ enum Frame {
 }
 
 /// The value of a jsonb datum, or `None` when it nests deeper than
-/// serde's limit or holds a number beyond a double's range (a caller
-/// reading it as text then reports what it cannot read).
+/// serde's limit (a caller reading it as text then reports what it cannot
+/// read). A number beyond a double's range is read as its decimal text.
 ///
 /// # Safety
 /// `datum` must be a non-null jsonb datum.
 pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
+    to_value_with(datum, BigNumbers::AsText)
+}
+
+/// What a reader does with a number beyond a double's range.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum BigNumbers {
+    /// Reads its decimal text as a string: stored data and query results,
+    /// which every reader must still get.
+    AsText,
+    /// Gives up (`None`): a KIP parameter, which the caller then refuses
+    /// as the same literal in a command text is refused.
+    Refuse,
+}
+
+/// [`to_value`], with a choice for numbers beyond a double's range.
+///
+/// # Safety
+/// `datum` must be a non-null jsonb datum.
+pub unsafe fn to_value_with(datum: pg_sys::Datum, big: BigNumbers) -> Option<Value> {
     // A plain datum with a 4-byte header (a statement's computed column, a
     // value stored uncompressed) is read in place, without a call into
     // Postgres; a short, toasted or compressed one is first made into one.
@@ -31,10 +50,10 @@ pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
     let jb = if pgrx::varlena::varatt_is_4b_u(p) { p } else { pg_sys::pg_detoast_datum(p) } as *mut pg_sys::Jsonb;
     // Its root container follows the header, 4-byte aligned.
     let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
-    if let Some(value) = size.checked_sub(4).and_then(|len| decode(jb.cast::<u8>().add(4), len, 0)) {
+    if let Some(value) = size.checked_sub(4).and_then(|len| decode(jb.cast::<u8>().add(4), len, 0, big)) {
         return Some(value);
     }
-    iterate(jb)
+    iterate(jb, big)
 }
 
 /// The value of a jsonb container read from its bytes (`len` of them from
@@ -45,7 +64,7 @@ pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
 /// containers 4-byte aligned). Numbers are printed by `numeric_out`.
 /// `None` past serde's depth limit or for anything unexpected, which the
 /// iterator then decides.
-pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize) -> Option<Value> {
+pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigNumbers) -> Option<Value> {
     if depth >= MAX_DEPTH || len < 4 {
         return None;
     }
@@ -76,12 +95,12 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize) -> Option
             pg_sys::JENTRY_ISNUMERIC if aligned < end => {
                 let numeric = data.add(base + aligned);
                 let text = pgrx::direct_function_call::<&CStr>(pg_sys::numeric_out, &[Some(pg_sys::Datum::from(numeric))]);
-                Value::Number(text.and_then(|t| t.to_str().ok()).and_then(|s| s.parse::<Number>().ok())?)
+                number(text.and_then(|t| t.to_str().ok())?, big)?
             }
             pg_sys::JENTRY_ISBOOL_FALSE => Value::Bool(false),
             pg_sys::JENTRY_ISBOOL_TRUE => Value::Bool(true),
             pg_sys::JENTRY_ISNULL => Value::Null,
-            pg_sys::JENTRY_ISCONTAINER if aligned <= end => decode(data.add(base + aligned), end - aligned, depth + 1)?,
+            pg_sys::JENTRY_ISCONTAINER if aligned <= end => decode(data.add(base + aligned), end - aligned, depth + 1, big)?,
             _ => return None,
         };
         values.push(value);
@@ -103,7 +122,7 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize) -> Option
 }
 
 /// [`to_value`] through Postgres's jsonb iterator.
-pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb) -> Option<Value> {
+pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb, big: BigNumbers) -> Option<Value> {
     let mut it = pg_sys::JsonbIteratorInit(&mut (*jb).root);
     let mut v: pg_sys::JsonbValue = std::mem::zeroed();
     let mut stack: Vec<Frame> = Vec::new();
@@ -132,7 +151,7 @@ pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb) -> Option<Value> {
                 }
                 None
             }
-            WJB_VALUE | WJB_ELEM => Some(scalar_of(&v)?),
+            WJB_VALUE | WJB_ELEM => Some(scalar_of(&v, big)?),
             WJB_END_ARRAY => match stack.pop() {
                 Some(Frame::Array { items, raw_scalar: true }) => items.into_iter().next(),
                 Some(Frame::Array { items, .. }) => Some(Value::Array(items)),
@@ -162,9 +181,21 @@ unsafe fn string_of(v: &pg_sys::JsonbValue) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A scalar as a JSON value; `None` for a number JSON values cannot hold
-/// (beyond a double's range), which the caller must not mistake for null.
-unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Option<Value> {
+/// A number printed by `numeric_out` as a JSON value; beyond a double's
+/// range, its decimal text as a string or `None`, as `big` says (a sum that overflowed, a
+/// value written by plain SQL), which JSON numbers cannot carry between
+/// programs (RFC 7493 §2.2); every reader of the element still gets it.
+fn number(text: &str, big: BigNumbers) -> Option<Value> {
+    match text.parse::<Number>() {
+        Ok(n) => Some(Value::Number(n)),
+        Err(_) if big == BigNumbers::AsText => Some(Value::String(text.to_owned())),
+        Err(_) => None,
+    }
+}
+
+/// A scalar as a JSON value; `None` for a kind jsonb does not have, or a
+/// number refused by `big` (which the caller must not mistake for null).
+unsafe fn scalar_of(v: &pg_sys::JsonbValue, big: BigNumbers) -> Option<Value> {
     Some(match v.type_ {
         JBV_NULL => Value::Null,
         JBV_STRING => Value::String(string_of(v)),
@@ -174,7 +205,7 @@ unsafe fn scalar_of(v: &pg_sys::JsonbValue) -> Option<Value> {
                 pg_sys::numeric_out,
                 &[Some(pg_sys::Datum::from(v.val.numeric))],
             );
-            Value::Number(text.and_then(|t| t.to_str().ok().and_then(|s| s.parse::<Number>().ok()))?)
+            number(text.and_then(|t| t.to_str().ok())?, big)?
         }
         _ => return None,
     })
