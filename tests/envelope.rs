@@ -110,6 +110,27 @@ fn dry_run_validates_without_executing() {
         assert_eq!(err_code(&out), code, "{command}: {out}");
         assert_eq!(err_code(&kip(&mut c, command, json!({}))), code, "a real run agrees: {command}");
     }
+    // And what a run refuses before touching an element: an unregistered
+    // type or predicate (the space exists and the caller may read it), an
+    // invalid REGEX, a malformed id.
+    for (command, code) in [
+        (r#"UPSERT { CONCEPT ?d { {type: "drug", name: "X"} } }"#, "KIP_2001"),
+        (r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "X"} SET PROPOSITIONS { ("cures", {type: "Drug", name: "Y"}) } } }"#, "KIP_2001"),
+        (r#"FIND(?d) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, "(")) }"#, "KIP_1001"),
+        (r#"DELETE CONCEPT ?d DETACH WHERE { ?d {id: "C:007"} }"#, "KIP_1001"),
+    ] {
+        let out = kip_request(&mut c, json!({"command": command, "dry_run": true}));
+        assert_eq!(err_code(&out), code, "{command}: {out}");
+        assert_eq!(err_code(&kip(&mut c, command, json!({}))), code, "a real run agrees: {command}");
+    }
+    let out = kip_request(&mut c, json!({"command": r#"UPSERT { CONCEPT ?d { {type: "drug", name: "X"} } }"#, "dry_run": true}));
+    assert!(out["error"]["hint"].as_str().unwrap_or_default().contains("Drug"), "a did-you-mean hint: {out}");
+    // A type defined by an earlier statement of the same text counts, as
+    // when the text runs.
+    let defined = r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Herb"} SET ATTRIBUTES { description: "A herb." } } }
+                     UPSERT { CONCEPT ?h { {type: "Herb", name: "Mint"} } }"#;
+    assert!(ok(kip_request(&mut c, json!({"command": defined, "dry_run": true})))["upsert_concept_nodes"].is_array());
+    assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?t)) WHERE { ?t {type: "$ConceptType"} FILTER(?t.name == "Herb") }"#, json!({}))), json!(0));
 }
 
 #[test]

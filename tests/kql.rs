@@ -634,6 +634,10 @@ fn read_path_error_codes() {
     assert!(e["error"]["message"].as_str().unwrap().starts_with("?x.name is a string"), "{e}");
     assert!(e["error"]["hint"].as_str().unwrap().contains("IS_NOT_NULL(?x.name)"), "{e}");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(!?x.type || ?x.id) }"#), "KIP_1001");
+    // A grouped FIND's ORDER BY key that is not among its expressions is named.
+    let e = kip(&mut c, r#"FIND(?x.name, COUNT(?y)) WHERE { ?x {type: "Node"} (?x, "next", ?y) } ORDER BY SUM(?y.attributes.w)"#, json!({}));
+    assert_eq!(err_code(&e), "KIP_1001", "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("ORDER BY SUM(?y.attributes.w): "), "{e}");
     assert_eq!(code(&mut c, r#"FIND(?p) WHERE { ?x {name: "E0"} (?x, ?p, ?y) (?p, "next", ?y) }"#), "KIP_1001");
     // KIP_3001: unbound variable in FIND, ORDER BY or FILTER.
     assert_eq!(code(&mut c, r#"FIND(?nope) WHERE { ?x {type: "Node"} }"#), "KIP_3001");

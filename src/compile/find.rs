@@ -722,8 +722,9 @@ fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item],
             }),
         };
         let Some(source) = source else {
-            return Err(KipError::new(ErrorCode::InvalidSyntax, "ORDER BY in a grouped FIND must use one of the FIND expressions")
-                .with_hint("Order by a plain expression or an aggregation that appears in FIND."));
+            let key = kip_lang::printer::projection_text(&k.expr);
+            return Err(KipError::new(ErrorCode::InvalidSyntax, format!("ORDER BY {key}: in a grouped FIND, ORDER BY must use one of the FIND expressions"))
+                .with_hint(format!("Add {key} to FIND(…), or order by an expression that appears in it.")));
         };
         let names: Vec<String> = json_sort(&source).iter().enumerate().map(|(j, e)| {
             select.push(format!("{e} AS k{i}_{j}"));

@@ -87,7 +87,7 @@ pub fn clauses_allowed(count: usize) -> bool {
     count <= crate::guc::MAX_CLAUSES.get().max(1) as usize
 }
 
-fn where_clauses(command: &Command) -> &[WhereClause] {
+pub(crate) fn where_clauses(command: &Command) -> &[WhereClause] {
     match command {
         Command::Find(q) => &q.where_clauses,
         Command::Export(e) => &e.where_clauses,

@@ -20,6 +20,7 @@ pub mod delete;
 pub mod envelope;
 pub mod request;
 pub mod describe;
+mod dry_run;
 pub mod export;
 pub mod find;
 mod find_walk;
@@ -91,7 +92,7 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         Err(e) => return (envelope::single(Err(e)), false),
     };
     if dry_run {
-        return (envelope::single(dry_run_outcome(&script)), false);
+        return (envelope::single(dry_run::outcome(&script, space)), false);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
     if is_kml {
@@ -171,29 +172,6 @@ pub fn prepare(cmd: &CommandRequest, mode: Mode) -> Result<Script, KipError> {
         }
     }
     Ok(script)
-}
-
-/// A dry run's answer: the syntax, the parameters and the checks that need
-/// no database passed. (Whether types are registered is not checked: a
-/// space's first write bootstraps them, and a dry run writes nothing.)
-fn dry_run_outcome(script: &Script) -> Result<Outcome, KipError> {
-    for command in &script.commands {
-        upsert::check_statically(command)?;
-    }
-    Ok(dry_run_result(script))
-}
-
-/// What a dry run that passed reports: UPSERT's report with no ids, else
-/// that the command is valid.
-fn dry_run_result(script: &Script) -> Outcome {
-    if script.commands.iter().all(|c| matches!(c, Command::Upsert(_))) {
-        return Outcome::new(json!({
-            "blocks": script.commands.len(),
-            "upsert_concept_nodes": [],
-            "upsert_proposition_links": [],
-        }));
-    }
-    Outcome::new(json!({ "dry_run": true, "command": script.commands[0].keyword(), "valid": true }))
 }
 
 /// Execute a parsed, bound script (one command, or several UPSERTs).

@@ -33,6 +33,24 @@ pub fn check_statically(command: &Command) -> Result<(), KipError> {
     Ok(())
 }
 
+/// The types and predicates the UPSERTs of `commands` use and do not
+/// define themselves, read as one walk: a definition in an earlier
+/// statement of a text counts for the later ones, as it does when they run.
+pub fn requirements(commands: &[Command]) -> Result<Vec<registry::Requirement>, KipError> {
+    let items: Vec<UpsertItem> = commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Upsert(u) => Some(u.items.iter().cloned()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
+    preflight::check(&kip_lang::ast::Upsert { items, metadata: None })
+}
+
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Upsert(upsert) = command else {
         return Err(KipError::new(ErrorCode::InternalError, "UPSERT executor called with another command"));

@@ -383,6 +383,13 @@ fn expr(out: &mut String, e: &Expr, min: u8) {
 
 // -------------------------------------------------------------------- KQL --
 
+/// One FIND expression or ORDER BY key as KIP text (for error messages).
+pub fn projection_text(p: &Projection) -> String {
+    let mut out = String::new();
+    projection(&mut out, p);
+    out
+}
+
 fn projection(out: &mut String, p: &Projection) {
     match p {
         Projection::Path(d) => dot_path(out, d),

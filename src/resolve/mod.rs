@@ -110,6 +110,16 @@ pub fn find_facts(space: &Space, clauses: &[WhereClause]) -> Result<Facts, KipEr
     facts_of(space, clauses, Access::ReadOnly, Some(checks))
 }
 
+/// `KIP_1001` for a malformed literal id or an invalid literal REGEX of the
+/// pattern, as resolving it for a run reports them; no data is read.
+pub fn check_pattern_literals(clauses: &[WhereClause]) -> Result<(), KipError> {
+    let literals = collect::pattern_literals(clauses)?;
+    if literals.regexes.is_empty() {
+        return Ok(());
+    }
+    check_regexes(literals.regexes)
+}
+
 fn facts_of(space: &Space, clauses: &[WhereClause], access: Access, checks: Option<InStatement>) -> Result<Facts, KipError> {
     let literals = collect::pattern_literals(clauses)?;
     let mut facts = Facts::default();
