@@ -13,8 +13,7 @@
 
 use super::envelope::Outcome;
 use super::{limits, upsert};
-use crate::bootstrap::spaces;
-use crate::exec::subxact;
+use crate::exec::{known, spi, subxact, Access};
 use crate::governance::access::{self, Privilege};
 use crate::resolve::{self, registry};
 use crate::space::Space;
@@ -43,7 +42,14 @@ pub(super) fn outcome(script: &Script, space: &Space) -> Result<Outcome, KipErro
 
 /// Whether the space exists and the caller may read it.
 fn may_read(space: &Space) -> Result<bool, KipError> {
-    Ok(access::grant(space)?.require(Privilege::Read).is_ok() && spaces::exists(space)?)
+    if access::grant(space)?.require(Privilege::Read).is_err() {
+        return Ok(false);
+    }
+    if known::is_ready(space) {
+        return Ok(true);
+    }
+    let exists = spi::lookup_scalar("SELECT EXISTS (SELECT 1 FROM kip.spaces WHERE name = $1)", &[space.param()], Access::ReadOnly)?;
+    Ok(exists == json!(true))
 }
 
 /// What a dry run that passed reports: UPSERT's report with no ids, else
