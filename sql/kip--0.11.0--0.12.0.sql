@@ -32,3 +32,30 @@ CREATE TRIGGER spaces_rename_defers_endpoint_checks BEFORE UPDATE OF name ON kip
 -- link once.
 DROP INDEX kip.propositions_predicate_idx;
 CREATE INDEX propositions_predicate_idx ON kip.propositions (space, predicate) INCLUDE (subject, object);
+
+-- An external id (C:<n>, P:<n> or P:<n>:<predicate>) as (kind, element id).
+-- A predicate in the id must be the link's, as in a KIP pattern's
+-- (id: "P:<n>:<predicate>"): the history of the link says which it is.
+CREATE OR REPLACE FUNCTION kip.parse_element_ref(p_ref text, OUT kind text, OUT element_id bigint)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    m text[];
+    v_id bigint;
+BEGIN
+    m := regexp_match(coalesce(p_ref, ''), '^([CP]):(0|[1-9][0-9]{0,17})(:.+)?$');
+    IF m IS NULL OR (m[1] = 'C' AND m[3] IS NOT NULL) THEN
+        PERFORM kip.raise_kip('KIP_1001', format('malformed element id %L', p_ref),
+            'Use the external id of a concept (C:<n>) or a proposition (P:<n>:<predicate>).');
+    END IF;
+    v_id := m[2]::bigint;
+    IF m[3] IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM kip.history h
+        WHERE h.element_id = v_id AND h.kind = 'proposition'
+          AND coalesce(h.after, h.before) ->> 'predicate' = substr(m[3], 2)) THEN
+        PERFORM kip.raise_kip('KIP_3002', format('%s names no link: P:%s has no history as a %L link', p_ref, v_id, substr(m[3], 2)),
+            format('Use the id as FIND returns it, or P:%s alone.', v_id));
+    END IF;
+    kind := CASE m[1] WHEN 'C' THEN 'concept' ELSE 'proposition' END;
+    element_id := v_id;
+END;
+$$;

@@ -646,6 +646,13 @@ fn revert_round_trip() {
     assert!(e.starts_with(&format!("KIP_3002: C:{ana} has no version 9")), "{e}");
     let e = sql_error(c.query_one("SELECT kip_revert('C:999999999999', 1)", &[]));
     assert!(e.starts_with("KIP_3002: no history for C:999999999999"), "{e}");
+    // A link's id with another predicate names no link, as in a KIP pattern.
+    for f in ["kip_history($1)", "kip_revert($1, 1)"] {
+        let e = sql_error(c.query_one(&format!("SELECT {f}"), &[&format!("P:{link}:about")]));
+        assert!(e.starts_with(&format!("KIP_3002: P:{link}:about names no link")), "{f}: {e}");
+    }
+    let h: Value = c.query_one("SELECT kip_history($1)", &[&format!("P:{link}")]).unwrap().get(0);
+    assert_eq!(h["kind"], json!("proposition"), "{h}");
     // A link whose endpoint is gone cannot come back.
     ok(kip_in(&mut c, &space, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Bo"} }"#));
     let e = sql_error(c.query_one("SELECT kip_revert($1, 1)", &[&format!("P:{link}:knows")]));
