@@ -307,7 +307,10 @@ BEGIN
         PERFORM kip.raise_kip('KIP_1001', format('unknown privilege %L', privilege),
             'The privilege is ''read'', ''write'' or ''admin''.');
     END IF;
-    IF role IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role) THEN
+    -- A dropped role's grants can be revoked too: they outlive it, and a
+    -- role created later with its name would hold them.
+    IF role IS NULL OR NOT (EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role)
+                            OR EXISTS (SELECT 1 FROM kip.space_grants g WHERE g.role = role)) THEN
         PERFORM kip.raise_kip('KIP_3002', format('role %L does not exist', role), 'Name an existing role.');
     END IF;
     IF space IS NULL OR kip.space_access(space) <> 'admin' THEN

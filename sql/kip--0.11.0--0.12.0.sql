@@ -59,3 +59,40 @@ BEGIN
     element_id := v_id;
 END;
 $$;
+
+-- A dropped role's grants can be revoked (they outlive the role).
+CREATE OR REPLACE FUNCTION kip_revoke(space text, role name, privilege text DEFAULT 'read') RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    rank_of CONSTANT jsonb := '{"read": 1, "write": 2, "admin": 3}';
+    below CONSTANT jsonb := '{"write": "read", "admin": "write"}';
+    held text;
+BEGIN
+    IF privilege IS NULL OR NOT rank_of ? privilege THEN
+        PERFORM kip.raise_kip('KIP_1001', format('unknown privilege %L', privilege),
+            'The privilege is ''read'', ''write'' or ''admin''.');
+    END IF;
+    -- A dropped role's grants can be revoked too: they outlive it, and a
+    -- role created later with its name would hold them.
+    IF role IS NULL OR NOT (EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role)
+                            OR EXISTS (SELECT 1 FROM kip.space_grants g WHERE g.role = role)) THEN
+        PERFORM kip.raise_kip('KIP_3002', format('role %L does not exist', role), 'Name an existing role.');
+    END IF;
+    IF space IS NULL OR kip.space_access(space) <> 'admin' THEN
+        PERFORM kip.raise_kip('KIP_3004', format('role %L may not revoke access to memory space %L', current_user, space),
+            'Only members of kip_admin and roles with the admin privilege on a space revoke access to it.');
+    END IF;
+    SELECT g.privilege INTO held FROM kip.space_grants g WHERE g.space = space AND g.role = role;
+    IF held IS NULL OR (rank_of ->> held)::int < (rank_of ->> privilege)::int THEN
+        RETURN false;
+    END IF;
+    IF privilege = 'read' THEN
+        DELETE FROM kip.space_grants g WHERE g.space = space AND g.role = role;
+    ELSE
+        UPDATE kip.space_grants g SET privilege = below ->> privilege, granted_by = current_user, granted_at = now()
+        WHERE g.space = space AND g.role = role;
+    END IF;
+    RETURN true;
+END;
+$$;

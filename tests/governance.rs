@@ -427,6 +427,17 @@ fn plain_sql_follows_grants_from_one_statement_to_the_next() {
     for role in [&reader, &owner, &member, &group] {
         drop_role(&mut admin, role);
     }
+
+    // A grant outlives a dropped role, and kip_revoke still removes it; a
+    // name nobody holds or held is still an error.
+    let gone = login_role(&mut admin, "gov_memo_gone", "kip_reader");
+    assert!(grant(&mut admin, &space, &gone, "write"));
+    admin.batch_execute(&format!("DROP ROLE \"{gone}\"")).unwrap();
+    assert!(revoke(&mut admin, &gone, "read"));
+    let e = sql_error(admin.query_one("SELECT kip_revoke($1, 'never-there', 'read')", &[&space]));
+    assert!(e.starts_with("KIP_3002: role 'never-there' does not exist"), "{e}");
+    let held = count(&mut admin, &format!("SELECT count(*) FROM kip.space_grants WHERE space = $1 AND role = '{gone}'"), &space);
+    assert_eq!(held, 0);
 }
 
 /// The grant lookup of a policy runs inside parallel queries too: a plain

@@ -159,6 +159,53 @@ fn ttl_reclaims_only_whitelisted_expired_elements_and_audits_them() {
 }
 
 #[test]
+fn ttl_keeps_pending_experiences_and_the_steps_they_need() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mexp");
+    // As RC11 Formation writes them: every Experience and step short-term,
+    // with a TTL (long passed here), the step links too.
+    const TTL: &str = r#"WITH METADATA { expires_at: "2020-01-01T00:00:00Z", memory_tier: "short-term" }"#;
+    let mut upsert = String::from("UPSERT {\n");
+    for (experience, status) in [("pending_exp", "pending"), ("partial_exp", "partially_consolidated"), ("done_exp", "completed")] {
+        upsert.push_str(&format!(
+            r#"CONCEPT ?{experience} {{ {{type: "Experience", name: "{experience}"}} SET ATTRIBUTES {{ consolidation_status: "{status}" }} }} {TTL}
+               CONCEPT ?{experience}_step {{ {{type: "ExperienceStep", name: "{experience}_step"}} SET ATTRIBUTES {{ step_index: 0 }} }} {TTL}
+               PROPOSITION ?{experience}_has {{ (?{experience}, "has_step", ?{experience}_step) }} WITH METADATA {{ expires_at: "2020-01-01T00:00:00Z" }}
+            "#
+        ));
+    }
+    upsert.push('}');
+    ok(kip(&mut c, &upsert, json!({})));
+
+    let report = maintain(&mut c, &space);
+    // 12A.4: a pending or partly consolidated Experience is a learning
+    // trace not yet learned from, and so are its steps; a completed and
+    // expired one goes, with its steps.
+    assert_eq!(report["expired_deleted"], json!(2), "{report}");
+    assert_eq!(report["expired_kept_pending"], json!(4), "{report}");
+    for name in ["pending_exp", "partial_exp"] {
+        assert!(exists(&mut c, &space, "Experience", name), "{name}");
+        assert!(exists(&mut c, &space, "ExperienceStep", &format!("{name}_step")), "{name}_step");
+    }
+    assert!(!exists(&mut c, &space, "Experience", "done_exp"));
+    assert!(!exists(&mut c, &space, "ExperienceStep", "done_exp_step"));
+    // The expired step links of the kept Experiences stay (12D).
+    let kept: i64 = c
+        .query_one("SELECT count(*) FROM kip.propositions WHERE space = $1 AND predicate = 'has_step'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 2);
+    assert_eq!(review_tasks(&mut c, &space), 0, "a kept Experience is no metadata pollution");
+}
+
+fn review_tasks(c: &mut Client, space: &str) -> i64 {
+    c.query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'SleepTask' AND name LIKE 'SleepTask:review:ttl:%'", &[&space])
+        .unwrap()
+        .get(0)
+}
+
+#[test]
 fn ttl_respects_the_cap_per_cycle() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut c = connect();

@@ -3,17 +3,19 @@
 //! A concept is deleted when all of these hold (12A):
 //! 1. `metadata.expires_at` is an ISO-8601 time before now (unreadable
 //!    values are skipped, see `kip.try_timestamptz`);
-//! 2. it is on the whitelist: an `Event` whose `consolidation_status` is
-//!    `completed`/`archived` (pending Events are never deleted, 12A.4); a
-//!    `SleepTask` in `completed`/`failed`; a `Commitment` in
+//! 2. it is on the whitelist: an `Event` or `Experience` whose
+//!    `consolidation_status` is `completed`/`archived` (pending ones are
+//!    never deleted, 12A.4); an `ExperienceStep` whose parent Experiences
+//!    are archived, or completed and expired themselves; a `SleepTask` in
+//!    `completed`/`failed`; a `Commitment` in
 //!    `fulfilled`/`cancelled`/`expired`; or any other type whose own
 //!    `metadata.memory_tier` is `short-term`;
 //! 3. it is not protected (`resolve::protection::exempt_from_maintenance_sql`);
 //! 4. no concept relies on it as its sole `derived_from` evidence (12A.5).
 //!
 //! Links (12D) with an expired `expires_at` are deleted unless superseded,
-//! attached to a protected concept, or hanging off an Event that is pending
-//! or not expiring itself (a landmark whose `expires_at` was removed or
+//! attached to a protected concept, or hanging off an Event or Experience
+//! that is pending or not expiring itself (a landmark whose `expires_at` was removed or
 //! extended keeps the links its Formation stamped with the old one).
 //!
 //! Candidates are locked as they are selected (`FOR UPDATE … SKIP LOCKED`):
@@ -71,11 +73,31 @@ impl Expiry {
     }
 }
 
-fn whitelisted() -> &'static str {
-    "coalesce((c.type = 'Event' AND c.attributes ->> 'consolidation_status' IN ('completed', 'archived')) \
-      OR (c.type = 'SleepTask' AND c.attributes ->> 'status' IN ('completed', 'failed')) \
-      OR (c.type = 'Commitment' AND c.attributes ->> 'status' IN ('fulfilled', 'cancelled', 'expired')) \
-      OR (c.type NOT IN ('Event', 'SleepTask', 'Commitment') AND c.metadata ->> 'memory_tier' = 'short-term'), false)"
+/// The types whose own rule decides their reclamation; any other type is
+/// reclaimed by its `memory_tier` alone.
+const OWN_RULE_TYPES: &str = "('Event', 'Experience', 'ExperienceStep', 'SleepTask', 'Commitment')";
+
+/// Whether the concept `c` (expired, checked by the caller) is on the
+/// whitelist: RC11 Maintenance 12A.2 and 12A.4. An Experience only once
+/// its consolidation is `completed` or `archived`, whatever its
+/// `memory_tier` (Formation stamps every Experience and step short-term,
+/// and a pending one is a learning trace not yet learned from); an
+/// ExperienceStep only when no parent Experience still needs it: each
+/// parent that `has_step` it is `archived`, or `completed` and expired
+/// itself.
+fn whitelisted(e: Expiry) -> String {
+    format!(
+        "coalesce((c.type IN ('Event', 'Experience') AND c.attributes ->> 'consolidation_status' IN ('completed', 'archived')) \
+          OR (c.type = 'ExperienceStep' AND NOT EXISTS (SELECT 1 FROM kip.propositions hs \
+                JOIN kip.concepts x ON x.id = hs.subject_concept \
+                WHERE hs.object_concept = c.id AND hs.predicate = 'has_step' AND x.type = 'Experience' \
+                  AND NOT coalesce(x.attributes ->> 'consolidation_status' = 'archived' \
+                    OR (x.attributes ->> 'consolidation_status' = 'completed' AND {parent_passed}), false))) \
+          OR (c.type = 'SleepTask' AND c.attributes ->> 'status' IN ('completed', 'failed')) \
+          OR (c.type = 'Commitment' AND c.attributes ->> 'status' IN ('fulfilled', 'cancelled', 'expired')) \
+          OR (c.type NOT IN {OWN_RULE_TYPES} AND c.metadata ->> 'memory_tier' = 'short-term'), false)",
+        parent_passed = e.passed("x"),
+    )
 }
 
 /// A concept that some other concept derives from and nothing else backs.
@@ -104,7 +126,7 @@ pub fn delete_concepts(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError
         exp = e.of("c"),
         present = e.present("c"),
         passed = e.passed("c"),
-        white = whitelisted(),
+        white = whitelisted(e),
         prot = protected_concept("c"),
     );
     count(&sql, space, cap)
@@ -125,8 +147,8 @@ pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
              AND {passed} \
              AND coalesce(p.metadata -> 'superseded', 'false'::jsonb) <> 'true'::jsonb \
              AND (s.id IS NULL OR NOT {ps}) AND (o.id IS NULL OR NOT {po}) \
-             AND NOT coalesce(s.type = 'Event' AND coalesce(s.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived'), false) \
-             AND NOT coalesce(s.type = 'Event' AND NOT coalesce({s_passed}, false), false) \
+             AND NOT coalesce(s.type IN ('Event', 'Experience') AND coalesce(s.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived'), false) \
+             AND NOT coalesce(s.type IN ('Event', 'Experience') AND NOT coalesce({s_passed}, false), false) \
            ORDER BY kip.try_timestamptz({exp}), p.id LIMIT $2 \
            FOR UPDATE OF p SKIP LOCKED), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
@@ -146,13 +168,15 @@ pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
     count(&sql, space, cap)
 }
 
-/// Expired Events still pending consolidation: kept, only counted (12A.4).
+/// Expired Events and Experiences still pending consolidation, and the
+/// expired steps of such Experiences: kept, only counted (12A.4).
 pub fn count_pending_expired(e: Expiry, space: &str) -> Result<i64, KipError> {
     let sql = format!(
-        "SELECT count(*) FROM kip.concepts c WHERE c.space = $1 AND c.type = 'Event' AND {} \
-           AND {} AND coalesce(c.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived')",
-        e.present("c"),
-        e.passed("c")
+        "SELECT count(*) FROM kip.concepts c WHERE c.space = $1 AND c.type IN ('Event', 'Experience', 'ExperienceStep') \
+           AND {present} AND {passed} AND NOT {white}",
+        present = e.present("c"),
+        passed = e.passed("c"),
+        white = whitelisted(e),
     );
     Ok(spi::query_scalar(&sql, &[SqlParam::Text(space.into())], Access::ReadOnly)?.as_i64().unwrap_or(0))
 }
@@ -161,10 +185,10 @@ pub fn count_pending_expired(e: Expiry, space: &str) -> Result<i64, KipError> {
 pub fn suspicious(e: Expiry, space: &str, cap: i64) -> Result<Vec<(String, String)>, KipError> {
     let sql = format!(
         "SELECT c.type, c.name FROM kip.concepts c WHERE c.space = $1 AND {} AND {} \
-           AND c.type NOT IN ('Event', 'SleepTask', 'Commitment') AND NOT {white} ORDER BY c.id LIMIT $2",
+           AND c.type NOT IN {OWN_RULE_TYPES} AND NOT {white} ORDER BY c.id LIMIT $2",
         e.present("c"),
         e.passed("c"),
-        white = whitelisted()
+        white = whitelisted(e)
     );
     let rows = spi::query(&sql, &[SqlParam::Text(space.into()), SqlParam::Int(cap)], Access::ReadOnly)?;
     Ok(rows
