@@ -396,7 +396,7 @@ BEGIN
     -- The element's changes in the space of that version: an element is
     -- only ever reverted within one space, so a version's content never
     -- reaches another space's row.
-    SELECT h.space, h.version, h.operation, h.xact_id INTO last
+    SELECT h.space, h.version, h.operation, h.xact_id, h.command_hash INTO last
     FROM kip.history h
     WHERE h.element_id = ref.element_id AND h.kind = ref.kind AND (target.space IS NULL OR h.space = target.space)
     ORDER BY h.id DESC LIMIT 1;
@@ -418,6 +418,19 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM kip.spaces s WHERE s.name = sp) THEN
         PERFORM kip.raise_kip('KIP_3002', format('memory space %L of %s no longer exists', sp, id),
             'Create the space again (kip_create_space) before reverting its elements.');
+    END IF;
+    -- The version's type or predicate must still be defined: UPSERT
+    -- refuses an undefined one (KIP_2001), and a definition in use cannot
+    -- be deleted, so none is brought back from before its deletion.
+    IF ref.kind = 'concept' AND NOT EXISTS (SELECT 1 FROM kip.concepts d
+            WHERE d.space = sp AND d.type = '$ConceptType' AND d.name = img ->> 'type') THEN
+        PERFORM kip.raise_kip('KIP_2001', format('cannot revert %s to version %s: its type %L is no longer defined', id, version, img ->> 'type'),
+            format('Define the type again (UPSERT its $ConceptType node) or revert its definition first.'));
+    END IF;
+    IF ref.kind = 'proposition' AND NOT EXISTS (SELECT 1 FROM kip.concepts d
+            WHERE d.space = sp AND d.type = '$PropositionType' AND d.name = img ->> 'predicate') THEN
+        PERFORM kip.raise_kip('KIP_2001', format('cannot revert %s to version %s: its predicate %L is no longer defined', id, version, img ->> 'predicate'),
+            format('Define the predicate again (UPSERT its $PropositionType node) or revert its definition first.'));
     END IF;
     IF ref.kind = 'proposition' THEN
         -- Every endpoint of the version must exist now.
@@ -480,8 +493,10 @@ BEGIN
     END;
 
     -- A deleted element comes back with the links deleted with it (same
-    -- transaction), round by round through links about links, as far as
-    -- their other endpoints exist.
+    -- transaction and, when a KIP command deleted it, the same command: a
+    -- link an earlier command of a batch deleted on purpose stays deleted),
+    -- round by round through links about links, as far as their other
+    -- endpoints exist and their predicates are defined.
     IF NOT exists_now AND last.operation = 'delete' THEN
         frontier := ARRAY[ref.element_id];
         FOR round IN 1..64 LOOP
@@ -489,6 +504,7 @@ BEGIN
                 SELECT DISTINCT ON (h.element_id) h.element_id, h.before AS img, h.version
                 FROM kip.history h
                 WHERE h.kind = 'proposition' AND h.operation = 'delete' AND h.space = sp AND h.xact_id = last.xact_id
+                  AND h.command_hash IS NOT DISTINCT FROM last.command_hash
                   AND h.element_id <> ref.element_id
                 ORDER BY h.element_id, h.id DESC
             ), eligible AS (
@@ -500,6 +516,7 @@ BEGIN
                   AND ((c.img ->> 'object_concept') IS NULL OR EXISTS (SELECT 1 FROM kip.concepts x WHERE x.space = sp AND x.id = (c.img ->> 'object_concept')::bigint))
                   AND ((c.img ->> 'subject_link') IS NULL OR EXISTS (SELECT 1 FROM kip.propositions x WHERE x.space = sp AND x.id = (c.img ->> 'subject_link')::bigint))
                   AND ((c.img ->> 'object_link') IS NULL OR EXISTS (SELECT 1 FROM kip.propositions x WHERE x.space = sp AND x.id = (c.img ->> 'object_link')::bigint))
+                  AND EXISTS (SELECT 1 FROM kip.concepts d WHERE d.space = sp AND d.type = '$PropositionType' AND d.name = c.img ->> 'predicate')
             ), ins AS (
                 INSERT INTO kip.propositions (id, space, subject_concept, subject_link, predicate, object_concept, object_link,
                                               attributes, metadata, version, created_at)

@@ -611,6 +611,52 @@ fn history_records_kip_sql_and_cascade_changes() {
     drop_role(&mut admin, &writer);
 }
 
+/// A deleted concept comes back with the links its own deletion took, not
+/// with one an earlier command of the same batch deleted on purpose; and
+/// nothing comes back whose predicate is no longer defined.
+#[test]
+fn revert_restores_what_the_deletion_took_and_only_defined_links() {
+    let mut c = superuser();
+    let space = unique_space("gov_revert_scope");
+    ok(kip_in(
+        &mut c,
+        &space,
+        &upsert(
+            r#"CONCEPT ?tmp { {type: "$PropositionType", name: "tmp_rel"}
+                 SET ATTRIBUTES { description: "A passing relation.", subject_types: ["*"], object_types: ["*"] } }
+            CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human" } }
+            CONCEPT ?b { {type: "Person", name: "Bo"} SET ATTRIBUTES { person_class: "Human" }
+                SET PROPOSITIONS { ("knows", ?a), ("about", ?a) } }"#,
+        ),
+    ));
+    let ana = concept_id(&mut c, &space, "Ana");
+    c.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    // One batch: the "about" link deleted on purpose, then Ana with her links.
+    let out: Value = c
+        .query_one(
+            "SELECT kip_execute($1::jsonb)",
+            &[&json!({"commands": [
+                r#"DELETE PROPOSITIONS ?l WHERE { ?l ({type: "Person", name: "Bo"}, "about", {type: "Person", name: "Ana"}) }"#,
+                r#"DELETE CONCEPT ?a DETACH WHERE { ?a {type: "Person", name: "Ana"} }"#
+            ]})],
+        )
+        .unwrap()
+        .get(0);
+    assert!(out["result"].as_array().is_some_and(|items| items.iter().all(|i| i.get("error").is_none())), "{out}");
+    let r: Value = c.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]).unwrap().get(0);
+    let restored: Vec<String> = serde_json::from_value(r["restored_links"].clone()).unwrap();
+    assert_eq!(restored.len(), 1, "{r}");
+    assert!(restored[0].ends_with(":knows"), "{r}");
+
+    // A link whose predicate definition was deleted since stays deleted.
+    ok(kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?b { {type: "Person", name: "Bo"} SET PROPOSITIONS { ("tmp_rel", {type: "Person", name: "Ana"}) } } }"#));
+    let tmp: i64 = c.query_one("SELECT id FROM kip.propositions WHERE space = $1 AND predicate = 'tmp_rel'", &[&space]).unwrap().get(0);
+    ok(kip_in(&mut c, &space, r#"DELETE PROPOSITIONS ?l WHERE { ?l (?s, "tmp_rel", ?o) }"#));
+    ok(kip_in(&mut c, &space, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "$PropositionType", name: "tmp_rel"} }"#));
+    let e = sql_error(c.query_one("SELECT kip_revert($1, 1)", &[&format!("P:{tmp}")]));
+    assert!(e.starts_with(&format!("KIP_2001: cannot revert P:{tmp} to version 1: its predicate 'tmp_rel' is no longer defined")), "{e}");
+}
+
 #[test]
 fn revert_round_trip() {
     let mut c = superuser();
