@@ -57,9 +57,9 @@ pub fn parse_script(text: &str) -> Result<Script> {
         if let Some((offset, kw)) = first_read {
             let (line, col) = crate::depth::line_col(text, offset);
             return Err(KipError::syntax(format!(
-                "line {line}, column {col}: {kw} must be the only command in its text; only KML statements (UPSERT, UPDATE, MERGE, DELETE) may be sequenced"
+                "line {line}, column {col}: {kw} must be the only command in its text; only UPSERT statements may be combined in one text"
             ))
-            .with_hint("Send several read commands through the `commands` array instead."));
+            .with_hint("Send several commands through the `commands` array instead."));
         }
     }
     Ok(Script { commands })
