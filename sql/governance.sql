@@ -416,6 +416,14 @@ BEGIN
             'Reverting writes the element: it needs the write privilege on its space.');
     END IF;
     IF NOT EXISTS (SELECT 1 FROM kip.spaces s WHERE s.name = sp) THEN
+        now_in := CASE ref.kind WHEN 'concept' THEN (SELECT c.space FROM kip.concepts c WHERE c.id = ref.element_id)
+                  ELSE (SELECT p.space FROM kip.propositions p WHERE p.id = ref.element_id) END;
+        IF now_in IS NOT NULL THEN
+            -- The space was renamed (or the element moved): its history
+            -- before that names the old space.
+            PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s of memory space %L: that space no longer exists and the element is now in memory space %L', id, version, sp, now_in),
+                format('Versions from before a space was renamed or the element moved cannot be restored; revert it to a version it had in %L (kip_history(%L) lists them).', now_in, id));
+        END IF;
         PERFORM kip.raise_kip('KIP_3002', format('memory space %L of %s no longer exists', sp, id),
             'Create the space again (kip_create_space) before reverting its elements.');
     END IF;

@@ -655,6 +655,17 @@ fn revert_restores_what_the_deletion_took_and_only_defined_links() {
     ok(kip_in(&mut c, &space, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "$PropositionType", name: "tmp_rel"} }"#));
     let e = sql_error(c.query_one("SELECT kip_revert($1, 1)", &[&format!("P:{tmp}")]));
     assert!(e.starts_with(&format!("KIP_2001: cannot revert P:{tmp} to version 1: its predicate 'tmp_rel' is no longer defined")), "{e}");
+
+    // After a rename of the space, a version recorded under the old name
+    // names the space the element is in now.
+    let bo = concept_id(&mut c, &space, "Bo");
+    let renamed = format!("{space}_renamed");
+    c.execute("UPDATE kip.spaces SET name = $2 WHERE name = $1", &[&space, &renamed]).unwrap();
+    let e = sql_error(c.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{bo}")]));
+    assert!(
+        e.starts_with(&format!("KIP_3003: cannot revert C:{bo} to version 1 of memory space '{space}': that space no longer exists and the element is now in memory space '{renamed}'")),
+        "{e}"
+    );
 }
 
 #[test]
