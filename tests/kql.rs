@@ -211,6 +211,19 @@ fn optional_not_union_scoping() {
     // ...while one written after it applies to every branch's rows.
     let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} UNION { ?x {name: "b"} } FILTER(?x.name != "b") } ORDER BY ?x.name ASC"#);
     assert_eq!(r, json!(["a", "c"]));
+    // Nor does it say anything of the branch's values: ordering by the path
+    // it compares still ranks the branch's strings among themselves.
+    let mut typed = space_with(&[
+        TYPES,
+        r#"UPSERT { CONCEPT ?n { {type: "Node", name: "num"} SET ATTRIBUTES { score: 5 } }
+                    CONCEPT ?z { {type: "Node", name: "str_zz"} SET ATTRIBUTES { score: "zz" } }
+                    CONCEPT ?a { {type: "Node", name: "str_aa"} SET ATTRIBUTES { score: "aa" } } }"#,
+    ]);
+    let r = find(
+        &mut typed,
+        r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(?x.attributes.score > 1) UNION { ?x {type: "Node"} FILTER(?x.name != "num") } } ORDER BY ?x.attributes.score ASC"#,
+    );
+    assert_eq!(r, json!(["num", "str_aa", "str_zz"]));
     // A FILTER before a UNION over a variable bound only after it still
     // applies to the whole block.
     let r = find(&mut c, r#"FIND(?x.name, ?z.name) WHERE { ?x {name: "a"} FILTER(?z.name == "b") UNION { ?x {name: "c"} } ?z {name: "b"} } ORDER BY ?x.name ASC"#);

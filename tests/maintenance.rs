@@ -199,6 +199,34 @@ fn ttl_keeps_pending_experiences_and_the_steps_they_need() {
     assert_eq!(review_tasks(&mut c, &space), 0, "a kept Experience is no metadata pollution");
 }
 
+#[test]
+fn ttl_keeps_sole_evidence_with_its_links() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "msole");
+    let mut upsert = String::from("UPSERT {\n");
+    upsert.push_str(&event("evidence", Some("completed")));
+    upsert.push_str(
+        r#"
+        WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
+        CONCEPT ?ana { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human" } }
+        PROPOSITION ?inv { (?evidence, "involves", ?ana) } WITH METADATA { expires_at: "2020-01-01T00:00:00Z" }
+        CONCEPT ?insight { {type: "Insight", name: "a lesson"} SET ATTRIBUTES { description: "learned once" }
+            SET PROPOSITIONS { ("derived_from", ?evidence) } }
+        }"#,
+    );
+    ok(kip(&mut c, &upsert, json!({})));
+    let report = maintain(&mut c, &space);
+    // 12A.5: the Insight's only evidence stays, and so does what it says.
+    assert_eq!((report["expired_deleted"].clone(), report["expired_links_deleted"].clone()), (json!(0), json!(0)), "{report}");
+    assert!(exists(&mut c, &space, "Event", "evidence"));
+    let involves: i64 = c
+        .query_one("SELECT count(*) FROM kip.propositions WHERE space = $1 AND predicate = 'involves'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(involves, 1);
+}
+
 fn review_tasks(c: &mut Client, space: &str) -> i64 {
     c.query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND type = 'SleepTask' AND name LIKE 'SleepTask:review:ttl:%'", &[&space])
         .unwrap()

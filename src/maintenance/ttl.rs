@@ -15,8 +15,9 @@
 //!
 //! Links (12D) with an expired `expires_at` are deleted unless superseded,
 //! attached to a protected concept, or hanging off an Event or Experience
-//! that is pending or not expiring itself (a landmark whose `expires_at` was removed or
-//! extended keeps the links its Formation stamped with the old one).
+//! that is kept: pending, not expiring itself (a landmark whose
+//! `expires_at` was removed or extended keeps the links its Formation
+//! stamped with the old one), or some concept's sole evidence.
 //!
 //! Candidates are locked as they are selected (`FOR UPDATE … SKIP LOCKED`):
 //! one an agent is writing is left for the next cycle, and one an agent
@@ -100,10 +101,15 @@ fn whitelisted(e: Expiry) -> String {
     )
 }
 
-/// A concept that some other concept derives from and nothing else backs.
-const SOLE_EVIDENCE: &str = "EXISTS (SELECT 1 FROM kip.propositions d WHERE d.object_concept = c.id \
-    AND d.predicate = 'derived_from' AND NOT EXISTS (SELECT 1 FROM kip.propositions d2 \
-    WHERE d2.subject = d.subject AND d2.predicate = 'derived_from' AND d2.object <> c.id))";
+/// The concept `alias` is what some other concept derives from and nothing
+/// else backs (12A.5).
+fn sole_evidence(alias: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM kip.propositions d WHERE d.object_concept = {alias}.id \
+         AND d.predicate = 'derived_from' AND NOT EXISTS (SELECT 1 FROM kip.propositions d2 \
+         WHERE d2.subject = d.subject AND d2.predicate = 'derived_from' AND d2.object <> {alias}.id))"
+    )
+}
 
 /// Delete expired, eligible concepts; returns how many.
 pub fn delete_concepts(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
@@ -114,7 +120,7 @@ pub fn delete_concepts(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError
         "WITH cand AS ( \
            SELECT c.id, c.type, c.name, {exp} AS expires_at FROM kip.concepts c \
            WHERE c.space = $1 AND {present} AND {passed} AND {white} \
-             AND NOT {prot} AND NOT {SOLE_EVIDENCE} \
+             AND NOT {prot} AND NOT {sole} \
            ORDER BY kip.try_timestamptz({exp}), c.id LIMIT $2 \
            FOR UPDATE OF c SKIP LOCKED), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
@@ -128,6 +134,7 @@ pub fn delete_concepts(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError
         passed = e.passed("c"),
         white = whitelisted(e),
         prot = protected_concept("c"),
+        sole = sole_evidence("c"),
     );
     count(&sql, space, cap)
 }
@@ -149,6 +156,7 @@ pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
              AND (s.id IS NULL OR NOT {ps}) AND (o.id IS NULL OR NOT {po}) \
              AND NOT coalesce(s.type IN ('Event', 'Experience') AND coalesce(s.attributes ->> 'consolidation_status', 'pending') NOT IN ('completed', 'archived'), false) \
              AND NOT coalesce(s.type IN ('Event', 'Experience') AND NOT coalesce({s_passed}, false), false) \
+             AND NOT coalesce(s.type IN ('Event', 'Experience') AND {s_sole}, false) \
            ORDER BY kip.try_timestamptz({exp}), p.id LIMIT $2 \
            FOR UPDATE OF p SKIP LOCKED), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \
@@ -164,6 +172,7 @@ pub fn delete_links(e: Expiry, space: &str, cap: i64) -> Result<i64, KipError> {
         ps = protected_concept("s"),
         po = protected_concept("o"),
         s_passed = e.passed("s"),
+        s_sole = sole_evidence("s"),
     );
     count(&sql, space, cap)
 }
