@@ -81,6 +81,7 @@ impl Keys {
             if k.trim().is_empty() {
                 return Err("API_KEY is set but empty: unset it to run without authentication, or give it a key".into());
             }
+            check_secret(k).map_err(|why| format!("API_KEY {why}"))?;
             keys.push(Key { secret: k.as_bytes().to_vec(), name: "API_KEY".into(), space: SpaceRule::Any, access: Access::ReadWrite });
         }
         if let Some(path) = file {
@@ -97,6 +98,7 @@ impl Keys {
                 if entry.key.len() < 8 {
                     return Err(format!("keys file {}: key #{} is shorter than 8 characters", path.display(), i + 1));
                 }
+                check_secret(&entry.key).map_err(|why| format!("keys file {}: key #{} {why}", path.display(), i + 1))?;
                 if keys.iter().any(|k: &Key| k.secret == entry.key.as_bytes()) {
                     return Err(format!("keys file {}: key #{} repeats an earlier key's secret", path.display(), i + 1));
                 }
@@ -114,23 +116,30 @@ impl Keys {
 
     /// The caller of a request, from its `Authorization` and `X-KIP-Space` headers.
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Reply> {
+        // The key is checked before anything else the request says, so a
+        // caller without a valid key learns nothing but 401.
+        let key = if self.enabled() {
+            let token = bearer_token(headers).ok_or_else(|| unauthorized("missing API key"))?;
+            let key = self
+                .keys
+                .iter()
+                // Check every key (no early exit), each in constant time.
+                .fold(None, |found, k| if constant_time_eq(&k.secret, token.as_bytes()) { Some(k) } else { found })
+                .ok_or_else(|| unauthorized("invalid API key"))?;
+            Some(key)
+        } else {
+            None
+        };
         let requested_space = match headers.get(SPACE_HEADER) {
             None => None,
             Some(v) => Some(v.to_str().map_err(|_| {
                 Reply::bad_request("the X-KIP-Space header is not valid text", "Name the memory space in plain ASCII.")
             })?),
         };
-        if !self.enabled() {
+        let Some(key) = key else {
             let space = requested_space.unwrap_or(DEFAULT_SPACE).to_string();
             return Ok(Caller { space, access: Access::ReadWrite, key_name: None });
-        }
-        let token = bearer_token(headers).ok_or_else(|| unauthorized("missing API key"))?;
-        let key = self
-            .keys
-            .iter()
-            // Check every key (no early exit), each in constant time.
-            .fold(None, |found, k| if constant_time_eq(&k.secret, token.as_bytes()) { Some(k) } else { found })
-            .ok_or_else(|| unauthorized("invalid API key"))?;
+        };
         let space = match (&key.space, requested_space) {
             (SpaceRule::Any, requested) => requested.unwrap_or(DEFAULT_SPACE).to_string(),
             (SpaceRule::Fixed(s), None) => s.clone(),
@@ -145,6 +154,18 @@ impl Keys {
             }
         };
         Ok(Caller { space, access: key.access, key_name: Some(key.name.clone()) })
+    }
+}
+
+/// A key a client can send: `Authorization: Bearer <key>` is read as
+/// visible ASCII with surrounding whitespace trimmed, so a key with
+/// whitespace, control or non-ASCII characters could never match (and
+/// would fail silently, request after request).
+fn check_secret(key: &str) -> Result<(), &'static str> {
+    if key.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err("holds whitespace, control or non-ASCII characters: a Bearer key is visible ASCII only (check for a trailing newline)")
     }
 }
 
@@ -218,6 +239,13 @@ mod tests {
         let twice = r#"{"keys": [{"key": "same-secret-1", "space": "a", "access": "read-only"}, {"key": "same-secret-1", "space": "*", "access": "read-write"}]}"#;
         assert!(file(twice).err().unwrap().contains("repeats"));
         assert!(!Keys::load(None, None).unwrap().enabled(), "no setting at all: authentication off");
+        // Keys no Authorization header can carry.
+        for bad in ["key-with-newline\n", " leading-space", "tab\tinside-key", "clé-non-ascii", "inner space key"] {
+            let err = Keys::load(Some(bad), None).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert!(err.contains("visible ASCII"), "{err}");
+        }
+        let spaced = r#"{"keys": [{"key": "secret-key-1 ", "space": "a", "access": "read-only"}]}"#;
+        assert!(file(spaced).err().unwrap().contains("visible ASCII"));
     }
 
     #[test]
@@ -254,5 +282,11 @@ mod tests {
         }
         let h = headers(&[("authorization", "Bearer alice-rw-secret"), ("x-kip-space", "bob")]);
         assert_eq!(k.authenticate(&h).unwrap_err().status, StatusCode::FORBIDDEN);
+        // No key and a malformed space header: authentication is decided first.
+        let mut h = HeaderMap::new();
+        h.insert("x-kip-space", HeaderValue::from_bytes(b"caf\xe9").unwrap());
+        assert_eq!(k.authenticate(&h).unwrap_err().status, StatusCode::UNAUTHORIZED);
+        h.insert("authorization", HeaderValue::from_static("Bearer alice-rw-secret"));
+        assert_eq!(k.authenticate(&h).unwrap_err().status, StatusCode::BAD_REQUEST);
     }
 }

@@ -67,10 +67,17 @@ pub struct Options {
 
     /// How long a client may take to send a request's body, from when the
     /// gateway starts reading it; past it the request is answered 408
-    /// (KIP_4001). Only reading the request is bounded, never the answer.
+    /// (KIP_4001). Only reading the request is bounded, not the time to
+    /// compute the answer.
     /// 0 disables it.
     #[arg(long, env = "KIP_BODY_TIMEOUT_MS", global = true, default_value_t = 30_000)]
     pub body_timeout_ms: u64,
+
+    /// How long the gateway waits for a client to take any byte of an
+    /// answer; past it the connection is closed (a client that never reads
+    /// a large answer would otherwise hold its memory). 0 disables it.
+    #[arg(long, env = "KIP_WRITE_TIMEOUT_MS", global = true, default_value_t = 30_000)]
+    pub write_timeout_ms: u64,
 
     /// Connections in the Postgres pool.
     #[arg(long, env = "KIP_POOL_SIZE", global = true, default_value_t = 16)]
@@ -100,12 +107,31 @@ pub struct Options {
 }
 
 impl Options {
+    /// Refuse settings the gateway cannot work with, at start-up rather
+    /// than as a 503 on every request.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.pool_size == 0 {
+            return Err("KIP_POOL_SIZE (--pool-size) is 0: the pool needs at least one connection".into());
+        }
+        if self.pool_timeout_ms == 0 {
+            return Err("KIP_POOL_TIMEOUT_MS (--pool-timeout-ms) is 0: no request could wait for a connection; give it milliseconds (default 5000)".into());
+        }
+        if self.max_body_bytes == 0 {
+            return Err("KIP_MAX_BODY_BYTES (--max-body-bytes) is 0: every request would be refused".into());
+        }
+        Ok(())
+    }
+
     pub fn pool_timeout(&self) -> Duration {
         Duration::from_millis(self.pool_timeout_ms)
     }
 
     pub fn header_timeout(&self) -> Option<Duration> {
         (self.header_timeout_ms > 0).then(|| Duration::from_millis(self.header_timeout_ms))
+    }
+
+    pub fn write_timeout(&self) -> Option<Duration> {
+        (self.write_timeout_ms > 0).then(|| Duration::from_millis(self.write_timeout_ms))
     }
 
     pub fn body_timeout(&self) -> Option<Duration> {

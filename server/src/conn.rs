@@ -12,14 +12,26 @@
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 /// Serve `app` on `listener` until `shutdown`: then stop accepting, let
 /// every connection finish the request it is on (idle ones close at once),
-/// and return when all are closed. `header_timeout` `None`: no limit.
-pub async fn serve(listener: TcpListener, app: Router, header_timeout: Option<Duration>, shutdown: CancellationToken) {
+/// and return when all are closed. `header_timeout` `None`: no limit;
+/// `write_timeout`: see [`WriteTimeout`].
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    header_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    shutdown: CancellationToken,
+) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
     // Each connection task holds a receiver; `closed()` resolves when the last one is gone.
@@ -35,7 +47,8 @@ pub async fn serve(listener: TcpListener, app: Router, header_timeout: Option<Du
             },
             _ = shutdown.cancelled() => break,
         };
-        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let io = TokioIo::new(WriteTimeout::new(stream, write_timeout));
+        let conn = http.serve_connection(io, TowerToHyperService::new(app.clone()));
         let (shutdown, open) = (shutdown.clone(), open_rx.clone());
         tokio::spawn(async move {
             let mut conn = std::pin::pin!(conn);
@@ -68,4 +81,67 @@ async fn accept_failed(e: std::io::Error) {
     }
     tracing::error!(error = %e, "cannot accept connections");
     tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// A connection whose writes fail once the client has taken no byte for
+/// `timeout`: hyper has no write timeout, so a client that posts a request
+/// with a large answer and never reads it held the answer's memory (and,
+/// on shutdown, the drain) for as long as it kept the socket open. The
+/// clock runs only while a write is blocked, so a slow reader that keeps
+/// reading is not cut off; a stalled one is, and its connection closed.
+pub struct WriteTimeout {
+    stream: TcpStream,
+    timeout: Option<Duration>,
+    /// Armed when a write first blocks, disarmed by any progress.
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl WriteTimeout {
+    pub fn new(stream: TcpStream, timeout: Option<Duration>) -> WriteTimeout {
+        WriteTimeout { stream, timeout, deadline: None }
+    }
+
+    /// The outcome of a write-side poll, with the stall clock applied.
+    fn watch<T>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        let Some(timeout) = self.timeout else { return poll };
+        if poll.is_ready() {
+            self.deadline = None;
+            return poll;
+        }
+        let deadline = self.deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(Instant::now() + timeout)));
+        ready!(std::future::Future::poll(deadline.as_mut(), cx));
+        Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "the client did not read the answer in time")))
+    }
+}
+
+impl AsyncRead for WriteTimeout {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteTimeout {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.watch(cx, poll)
+    }
+
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.watch(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.stream).poll_flush(cx);
+        self.watch(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.stream).poll_shutdown(cx);
+        self.watch(cx, poll)
+    }
 }

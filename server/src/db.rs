@@ -8,10 +8,13 @@
 //!
 //! Connections are opened lazily and checked on the way out of the pool, so
 //! a restarted or unreachable Postgres costs the requests in flight (503) and
-//! nothing after it is back.
+//! nothing after it is back. Each call on a connection is also bounded on
+//! the client side ([`Db::bounded`]), and a connection whose call did not
+//! end is discarded, never pooled again ([`Conn`]).
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
 use serde_json::Value;
+use std::future::Future;
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
@@ -25,8 +28,13 @@ const EXECUTE_READONLY: &str = "WITH s AS MATERIALIZED (SELECT set_config('kip.s
 /// Why a database call failed, by what the client should do about it.
 #[derive(Debug)]
 pub enum DbError {
-    /// Postgres cannot be reached, or no connection was free in time: retry later (503).
+    /// Postgres cannot be reached, or did not answer in time: retry later (503).
     Unavailable(String),
+    /// Every pooled connection stayed in use past the pool timeout: retry soon (503, Retry-After).
+    Busy(String),
+    /// The request's own values cannot be stored as Postgres text (a NUL
+    /// character, a code point the database encoding lacks): the caller's fault (400).
+    BadInput(String),
     /// The statement ran past `statement_timeout` outside the command's own error handling (408).
     Timeout(String),
     /// Anything else Postgres reported (500).
@@ -36,7 +44,7 @@ pub enum DbError {
 impl DbError {
     pub fn message(&self) -> &str {
         match self {
-            DbError::Unavailable(m) | DbError::Timeout(m) | DbError::Failed(m) => m,
+            DbError::Unavailable(m) | DbError::Busy(m) | DbError::BadInput(m) | DbError::Timeout(m) | DbError::Failed(m) => m,
         }
     }
 }
@@ -58,6 +66,11 @@ impl From<tokio_postgres::Error> for DbError {
         let message = format!("{}: {}", code.code(), db.message());
         if *code == SqlState::QUERY_CANCELED {
             DbError::Timeout(message)
+        } else if [SqlState::UNTRANSLATABLE_CHARACTER, SqlState::CHARACTER_NOT_IN_REPERTOIRE].contains(code) {
+            // 22P05 "unsupported Unicode escape sequence" (`\u0000` in a
+            // jsonb value) and 22021: what the request carried, not a fault
+            // of the database, so no "retry later".
+            DbError::BadInput(message)
         } else if code.code().starts_with("08")
             || [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW, SqlState::TOO_MANY_CONNECTIONS]
                 .contains(code)
@@ -73,7 +86,11 @@ impl From<PoolError> for DbError {
     fn from(e: PoolError) -> DbError {
         match e {
             PoolError::Backend(e) => e.into(),
-            PoolError::Timeout(_) => DbError::Unavailable("no database connection became available in time".into()),
+            // Waiting for a free slot: every connection is busy, Postgres may be fine.
+            PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
+                DbError::Busy("every database connection of the gateway stayed busy past the pool timeout".into())
+            }
+            PoolError::Timeout(_) => DbError::Unavailable("no database connection could be opened in time".into()),
             other => DbError::Unavailable(format!("database pool: {other}")),
         }
     }
@@ -82,6 +99,50 @@ impl From<PoolError> for DbError {
 #[derive(Clone)]
 pub struct Db {
     pool: Pool,
+    /// Client-side bound on one database call once it has a connection
+    /// (`None`: the statement timeout is off). See [`Db::bounded`].
+    call_timeout: Option<Duration>,
+}
+
+/// Time a call may take beyond `statement_timeout` before the gateway gives
+/// up on the connection: Postgres's own timeout, its error's round trip and
+/// a large answer's transfer all fit in it.
+const CALL_MARGIN: Duration = Duration::from_secs(5);
+
+/// A pooled connection that goes back to the pool only through
+/// [`Conn::release`], i.e. when the work on it ended. Dropped before that
+/// (the call's time bound ran out, or its future was dropped), the
+/// connection may be stalled or mid-statement: it is detached from the pool
+/// and closed, and the statement is cancelled on a best-effort basis, so the
+/// next request never waits behind it.
+pub struct Conn {
+    object: Option<Object>,
+}
+
+impl Conn {
+    pub fn release(mut self) {
+        drop(self.object.take());
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        self.object.as_ref().expect("a connection until released")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(object) = self.object.take() else { return };
+        let cancel = object.cancel_token();
+        drop(Object::take(object));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(5), cancel.cancel_query(NoTls)).await;
+            });
+        }
+    }
 }
 
 pub struct PoolSettings {
@@ -110,6 +171,8 @@ impl Db {
         // TCP keepalives notice a vanished server on idle pooled connections.
         config.keepalives(true);
         config.keepalives_idle(Duration::from_secs(30));
+        let call_timeout =
+            (settings.statement_timeout_ms > 0).then(|| Duration::from_millis(settings.statement_timeout_ms) + CALL_MARGIN);
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(settings.size)
@@ -119,30 +182,64 @@ impl Db {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|e| format!("cannot build the connection pool: {e}"))?;
-        Ok(Db { pool })
+        Ok(Db { pool, call_timeout })
     }
 
-    pub async fn client(&self) -> Result<Object, DbError> {
-        Ok(self.pool.get().await?)
+    /// The longest a call takes: the wait for a connection (opening one
+    /// included) and [`Db::bounded`]'s limit; `None` when unbounded.
+    pub fn call_limit(&self) -> Option<Duration> {
+        let pool = self.pool.timeouts();
+        let wait = pool.wait.unwrap_or_default() + pool.create.unwrap_or_default() + pool.recycle.unwrap_or_default();
+        self.call_timeout.map(|t| t + wait)
+    }
+
+    /// A connection from the pool (waits at most the pool timeout; not
+    /// part of [`Db::bounded`], so a busy pool is told from a stalled
+    /// link); give it back with [`Conn::release`] once its work is done.
+    pub async fn conn(&self) -> Result<Conn, DbError> {
+        Ok(Conn { object: Some(self.pool.get().await?) })
+    }
+
+    /// `work` (which owns a [`Conn`] and releases it at its end), bounded
+    /// on the client side by the statement timeout plus [`CALL_MARGIN`]:
+    /// Postgres's `statement_timeout` does not help when the link to it
+    /// stalls (a proxy or network that stops forwarding), and the call then
+    /// waited for TCP to give up, minutes later. Past the bound the call is
+    /// answered 503 and its connection, dropped unreleased, is discarded.
+    pub async fn bounded<T>(&self, work: impl Future<Output = Result<T, DbError>>) -> Result<T, DbError> {
+        let Some(limit) = self.call_timeout else { return work.await };
+        tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+            Err(DbError::Unavailable(format!("the database did not answer within {} ms", limit.as_millis())))
+        })
     }
 
     /// Run an `execute_kip` request object in `space`; returns the KIP envelope.
     pub async fn execute(&self, space: &str, request: &Value, read_only: bool) -> Result<Value, DbError> {
-        let client = self.client().await?;
+        let conn = self.conn().await?;
         let sql = if read_only { EXECUTE_READONLY } else { EXECUTE };
-        let statement = client.prepare_cached(sql).await?;
-        let row = client.query_one(&statement, &[&space, request]).await?;
-        Ok(row.try_get::<_, Value>(0)?)
+        self.bounded(async move {
+            let result = async {
+                let statement = conn.prepare_cached(sql).await?;
+                let row = conn.query_one(&statement, &[&space, request]).await?;
+                Ok(row.try_get::<_, Value>(0)?)
+            }
+            .await;
+            conn.release();
+            result
+        })
+        .await
     }
 
     /// The installed kip version; proves the database is reachable and usable.
     pub async fn health(&self) -> Result<String, DbError> {
-        let client = self.client().await?;
-        let row = client
-            .query_opt("SELECT extversion FROM pg_extension WHERE extname = 'kip'", &[])
-            .await?
-            .ok_or_else(|| DbError::Failed("the kip extension is not installed in this database".into()))?;
-        Ok(row.try_get(0)?)
+        let conn = self.conn().await?;
+        self.bounded(async move {
+            let row = conn.query_opt("SELECT extversion FROM pg_extension WHERE extname = 'kip'", &[]).await;
+            conn.release();
+            let row = row?.ok_or_else(|| DbError::Failed("the kip extension is not installed in this database".into()))?;
+            Ok(row.try_get(0)?)
+        })
+        .await
     }
 
     pub fn close(&self) {

@@ -15,16 +15,18 @@ use serde_json::{json, Value};
 pub struct Reply {
     pub status: StatusCode,
     pub body: Value,
+    /// Seconds for a `Retry-After` header (a busy pool), if any.
+    pub retry_after: Option<u32>,
 }
 
 impl Reply {
     /// An envelope returned by `kip_execute*`: the status follows its error code.
     pub fn from_envelope(body: Value) -> Reply {
-        Reply { status: status_of(&body), body }
+        Reply { status: status_of(&body), body, retry_after: None }
     }
 
     pub fn ok(body: Value) -> Reply {
-        Reply { status: StatusCode::OK, body }
+        Reply { status: StatusCode::OK, body, retry_after: None }
     }
 
     /// An error raised by the gateway itself.
@@ -32,6 +34,7 @@ impl Reply {
         Reply {
             status,
             body: json!({ "error": { "code": code, "message": message.into(), "hint": hint } }),
+            retry_after: None,
         }
     }
 

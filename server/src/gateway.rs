@@ -12,7 +12,9 @@ use crate::envelope::Reply;
 use crate::request_log::{Entry, RequestLog};
 use axum::http::StatusCode;
 use serde_json::Value;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -41,11 +43,53 @@ impl Method {
 pub struct Gateway {
     db: Db,
     log: RequestLog,
+    /// How many calls run on their own tasks; see [`Gateway::drain`].
+    in_flight: Arc<watch::Sender<usize>>,
+}
+
+/// Counts a call in flight until dropped.
+struct InFlight(Arc<watch::Sender<usize>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 impl Gateway {
     pub fn new(db: Db, log: RequestLog) -> Gateway {
-        Gateway { db, log }
+        Gateway { db, log, in_flight: Arc::new(watch::channel(0).0) }
+    }
+
+    fn enter(&self) -> InFlight {
+        self.in_flight.send_modify(|n| *n += 1);
+        InFlight(self.in_flight.clone())
+    }
+
+    /// On shutdown: wait, at most `limit`, for the calls still running,
+    /// those whose client left included (their tasks are detached from any
+    /// connection, so draining connections does not wait for them). Ending
+    /// the process under them would leave the statement running in
+    /// Postgres, a write committing unseen, and the call unlogged.
+    /// Returns how many were still running at the end.
+    pub async fn drain(&self, limit: Duration) -> usize {
+        let mut count = self.in_flight.subscribe();
+        let running = *count.borrow();
+        if running > 0 {
+            tracing::info!(calls = running, "waiting for calls in flight");
+        }
+        let _ = tokio::time::timeout(limit, count.wait_for(|n| *n == 0)).await;
+        let left = *count.borrow();
+        if left > 0 {
+            tracing::warn!(calls = left, "stopping with calls still running in the database");
+        }
+        left
+    }
+
+    /// The longest a call can run once started: its wait for a connection
+    /// and its client-side bound (`None`: statement timeout off, no bound).
+    pub fn call_limit(&self) -> Option<Duration> {
+        self.db.call_limit()
     }
 
     /// [`Gateway::call`] on a task of its own, which a client that goes
@@ -56,7 +100,12 @@ impl Gateway {
     /// log line and request-log row although a write may have committed.
     pub async fn call_to_completion(&self, caller: Caller, method: String, params: Value) -> Reply {
         let gateway = self.clone();
-        match tokio::spawn(async move { gateway.call(&caller, &method, params).await }).await {
+        let in_flight = self.enter();
+        let task = tokio::spawn(async move {
+            let _in_flight = in_flight;
+            gateway.call(&caller, &method, params).await
+        });
+        match task.await {
             Ok(reply) => reply,
             Err(e) => Reply::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -71,11 +120,13 @@ impl Gateway {
     pub async fn call(&self, caller: &Caller, method: &str, params: Value) -> Reply {
         let started = Instant::now();
         let Some(method) = Method::parse(method) else {
+            // Echoed cut short: the name is the caller's, of any size.
+            let method = shortened(method, 64);
             let reply = Reply::bad_request(
                 format!("unknown method {method:?}"),
                 "The method is one of \"execute_kip\", \"execute_kip_readonly\" or \"list_logs\".",
             );
-            log_call(caller, method, None, &reply, started);
+            log_call(caller, &method, None, &reply, started);
             return reply;
         };
         let reply = match method {
@@ -110,7 +161,7 @@ impl Gateway {
             );
         }
         match self.db.execute(&caller.space, params, read_only).await {
-            Ok(envelope) => Reply::from_envelope(envelope),
+            Ok(envelope) => Reply::from_envelope(with_gateway_names(envelope)),
             Err(e) => db_failure(e),
         }
     }
@@ -134,9 +185,11 @@ impl Gateway {
         match self.db.health().await {
             Ok(version) => Reply::ok(serde_json::json!({ "status": "ok", "database": "ok", "kip_version": version })),
             Err(e) => {
+                let busy = matches!(e, DbError::Busy(_));
                 let mut reply = db_failure(e);
                 reply.status = StatusCode::SERVICE_UNAVAILABLE;
-                reply.body["status"] = "unavailable".into();
+                // A full pool is load, not an outage: monitors should not restart anything.
+                reply.body["status"] = if busy { "busy" } else { "unavailable" }.into();
                 reply
             }
         }
@@ -181,6 +234,20 @@ fn db_failure(e: DbError) -> Reply {
             format!("the database is unavailable: {m}"),
             "Retry later; the gateway reconnects by itself.",
         ),
+        DbError::Busy(m) => {
+            let mut reply = Reply::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "KIP_4003",
+                format!("the gateway is busy: {m}"),
+                "Retry after a second; the database is reachable, but every pooled connection is in use.",
+            );
+            reply.retry_after = Some(1);
+            reply
+        }
+        DbError::BadInput(m) => Reply::bad_request(
+            format!("the request holds a value Postgres cannot store: {m}"),
+            "Remove NUL characters (\\u0000) and characters the database encoding lacks from the command and its parameters.",
+        ),
         DbError::Timeout(m) => Reply::error(
             StatusCode::REQUEST_TIMEOUT,
             "KIP_4001",
@@ -194,6 +261,38 @@ fn db_failure(e: DbError) -> Reply {
             "Retry later; if it persists, report it with the command that caused it.",
         ),
     }
+}
+
+/// At most `max` characters of `text`, marked when cut.
+fn shortened(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+    }
+}
+
+/// The extension's hints name its SQL functions (`kip_execute`,
+/// `kip_execute_readonly`); a gateway caller reaches them as the methods
+/// `execute_kip` and `execute_kip_readonly`, so the errors of the
+/// envelope (top level and batch items) are told in those names.
+fn with_gateway_names(mut envelope: Value) -> Value {
+    fn rename(error: Option<&mut Value>) {
+        let Some(error) = error else { return };
+        for field in ["message", "hint"] {
+            if let Some(Value::String(text)) = error.get_mut(field) {
+                if text.contains("kip_execute") {
+                    *text = text.replace("kip_execute_readonly", "execute_kip_readonly").replace("kip_execute", "execute_kip");
+                }
+            }
+        }
+    }
+    rename(envelope.get_mut("error"));
+    if let Some(Value::Array(items)) = envelope.get_mut("result") {
+        for item in items {
+            rename(item.get_mut("error"));
+        }
+    }
+    envelope
 }
 
 /// The kind of command, for logs: the first keyword of the command text
@@ -239,6 +338,22 @@ mod tests {
         for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"limit": 1.5}), json!({"cursor": 3}), json!({"x": 1}), json!([])] {
             assert_eq!(list_logs_params(&bad).unwrap_err().status, StatusCode::BAD_REQUEST, "{bad}");
         }
+    }
+
+    #[test]
+    fn long_names_are_shortened() {
+        assert_eq!(shortened("abc", 64), "abc");
+        let long = "x".repeat(900_000);
+        let short = shortened(&long, 64);
+        assert!(short.len() < 100 && short.ends_with("(900000 bytes)"), "{short}");
+    }
+
+    #[test]
+    fn hints_name_the_gateway_methods() {
+        let e = with_gateway_names(json!({"error": {"code": "KIP_3004", "hint": "Use kip_execute (not kip_execute_readonly) for KML."}}));
+        assert_eq!(e["error"]["hint"], "Use execute_kip (not execute_kip_readonly) for KML.");
+        let b = with_gateway_names(json!({"result": [{"result": 1}, {"error": {"hint": "Use kip_execute for KML."}}]}));
+        assert_eq!(b["result"][1]["error"]["hint"], "Use execute_kip for KML.");
     }
 
     #[test]

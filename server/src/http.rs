@@ -1,8 +1,8 @@
 //! HTTP routes: `GET /`, `GET /health`, `POST /kip` and `POST /mcp`.
 //!
 //! Every answer, including refusals (401, 403, 404, 405, 408, 413, bad
-//! JSON), is JSON in the KIP envelope shape; the MCP service's own refusals
-//! on `/mcp` are JSON-RPC errors (`crate::mcp::http`). The caller is authenticated from the
+//! JSON), is JSON in the KIP envelope shape; on `/mcp`, every refusal but
+//! 401/403 is a JSON-RPC error (`crate::mcp::http`). The caller is authenticated from the
 //! headers before any body byte is read, and the body is read up to the
 //! configured limit and within the body timeout (408 past it), so an
 //! unauthenticated, oversized or trickled upload costs nothing. The paths
@@ -63,6 +63,9 @@ impl IntoResponse for Reply {
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         }
+        if let Some(secs) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+        }
         response
     }
 }
@@ -106,6 +109,10 @@ async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
         Err(reply) => return reply,
     };
     let hint = "POST a JSON object {\"method\": \"execute_kip\" | \"execute_kip_readonly\" | \"list_logs\", \"params\": {...}}.";
+    // serde_json would report invalid UTF-8 as a syntax error ("expected `,` or `}`").
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        return Reply::bad_request(format!("the request body is not valid UTF-8 (byte {})", e.valid_up_to()), hint);
+    }
     let request: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(e) => return Reply::bad_request(format!("the request body is not valid JSON: {e}"), hint),
@@ -209,7 +216,9 @@ async fn read_body(
 /// In front of `/mcp`: the same authentication, body limit and body
 /// timeout as `/kip` (the body, one JSON-RPC message, is read here and
 /// handed on whole); the caller rides in the request's extensions to the
-/// tool handler. The MCP service's own refusals become JSON-RPC errors.
+/// tool handler. Refusals past authentication (the body's 408 and 413,
+/// params that do not fit their method, the MCP service's own refusals)
+/// are JSON-RPC errors.
 async fn authenticate_mcp(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let caller: Caller = match state.keys.authenticate(request.headers()) {
         Ok(c) => c,
@@ -218,12 +227,18 @@ async fn authenticate_mcp(State(state): State<Arc<AppState>>, request: Request, 
     let (mut parts, body) = request.into_parts();
     let bytes = match read_body(&parts.headers, body, state.max_body_bytes, state.body_timeout).await {
         Ok(b) => b,
-        Err(reply) => return reply.into_response(),
+        Err(reply) => return crate::mcp::http::from_reply(reply),
     };
-    let parse_error = crate::mcp::http::is_parse_error(&parts.headers, &bytes);
+    let kind = crate::mcp::http::body_kind(&parts.headers, &bytes);
+    // Only for a Host rmcp would serve: its DNS-rebinding refusal comes first.
+    if kind == crate::mcp::http::BodyKind::Json && check_host(&state, &parts.headers).is_ok() {
+        if let Some(refusal) = crate::mcp::http::invalid_params(&bytes) {
+            return refusal;
+        }
+    }
     parts.extensions.insert(caller);
     let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-    crate::mcp::http::jsonrpc_refusal(response, parse_error).await
+    crate::mcp::http::jsonrpc_refusal(response, kind).await
 }
 
 async fn not_found() -> Reply {

@@ -61,6 +61,7 @@ fn init_tracing() {
 
 async fn run(cli: Cli) -> Result<(), String> {
     let opts = cli.options;
+    opts.validate()?;
     let url = opts.database_url.clone().ok_or("a database is required: set DATABASE_URL or --database-url")?;
     let keys = Keys::load(opts.api_key.as_deref(), opts.api_keys_file.as_deref())?;
     let db = Db::new(
@@ -81,9 +82,14 @@ async fn run(cli: Cli) -> Result<(), String> {
     });
 
     let result = match cli.command {
-        None | Some(Command::Serve) => serve(&opts, keys, gateway, shutdown).await,
-        Some(Command::Mcp(mcp_opts)) => serve_stdio(mcp_opts, gateway, shutdown).await,
+        None | Some(Command::Serve) => serve(&opts, keys, gateway.clone(), shutdown).await,
+        Some(Command::Mcp(mcp_opts)) => serve_stdio(mcp_opts, gateway.clone(), shutdown).await,
     };
+    // Calls whose client left run on, detached from any connection: wait for
+    // them (each is bounded by the statement timeout), so they end and are
+    // logged before the request log is flushed.
+    let grace = Duration::from_secs(opts.shutdown_grace_secs);
+    gateway.drain(gateway.call_limit().unwrap_or(grace)).await;
     log_tasks.stop(Duration::from_secs(5)).await;
     db.close();
     tracing::info!("kip-server stopped");
@@ -104,7 +110,7 @@ async fn serve(opts: &Options, keys: Keys, gateway: Gateway, shutdown: Cancellat
     });
     tracing::info!(%addr, auth = state.keys.enabled(), "kip-server listening (POST /kip, POST /mcp)");
     let app = http::router(state, mcp);
-    let server = conn::serve(listener, app, opts.header_timeout(), shutdown.clone());
+    let server = conn::serve(listener, app, opts.header_timeout(), opts.write_timeout(), shutdown.clone());
     let grace = Duration::from_secs(opts.shutdown_grace_secs);
     tokio::select! {
         _ = server => Ok(()),
@@ -121,12 +127,15 @@ async fn serve_stdio(opts: McpOptions, gateway: Gateway, shutdown: CancellationT
     let access = if opts.read_only { Access::ReadOnly } else { Access::ReadWrite };
     tracing::info!(space = opts.space.as_str(), read_only = opts.read_only, "kip-server MCP on stdio");
     let server = mcp::KipMcp::stdio(gateway, opts.space, access);
-    let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
+    let (input, output, stdout_writer) = mcp::stdio::filtered();
+    let running = server.serve((input, output)).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
     let cancel = running.cancellation_token();
     tokio::select! {
         r = running.waiting() => { r.map_err(|e| format!("MCP session failed: {e}"))?; }
         _ = shutdown.cancelled() => cancel.cancel(),
     }
+    // The session's last answers may still be on their way to stdout.
+    let _ = tokio::time::timeout(Duration::from_secs(2), stdout_writer).await;
     Ok(())
 }
 

@@ -8,7 +8,7 @@
 //! replaced by `"[redacted]"` unless `--log-parameters` is on.
 
 use crate::auth::Caller;
-use crate::db::{Db, DbError};
+use crate::db::{Conn, Db, DbError};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,6 +51,46 @@ const PAGE: &str = "
 
 const QUEUE: usize = 10_000;
 const BATCH: usize = 500;
+
+/// An entry as the row `INSERT` reads, with every string made storable.
+fn row_of(e: &Entry) -> Value {
+    storable(json!({
+        "space": e.space, "method": e.method, "command": e.command, "status": e.status,
+        "duration_us": e.duration.as_micros() as i64, "key_name": e.key_name,
+        "request": e.request, "error": e.error,
+    }))
+}
+
+/// `v` with each NUL character (JSON `\u0000`) replaced by U+FFFD: jsonb
+/// and text cannot hold NUL, and an entry with one made the batched insert
+/// fail (22P05), dropping every other entry of the batch.
+fn storable(v: Value) -> Value {
+    let clean = |s: String| if s.contains('\0') { s.replace('\0', "\u{FFFD}") } else { s };
+    match v {
+        Value::String(s) => Value::String(clean(s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(storable).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (clean(k), storable(v))).collect()),
+        other => other,
+    }
+}
+
+/// Command text longer than this is cut in the request log (with a note of
+/// its length): the log keeps what a call was, not arbitrary payloads.
+const MAX_LOGGED_COMMAND: usize = 64 * 1024;
+
+/// A command's text as logged: at most [`MAX_LOGGED_COMMAND`] bytes.
+fn capped(command: &Value) -> Value {
+    match command {
+        Value::String(s) if s.len() > MAX_LOGGED_COMMAND => {
+            let mut end = MAX_LOGGED_COMMAND;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(format!("{}… [truncated: {} bytes in all]", &s[..end], s.len()))
+        }
+        other => other.clone(),
+    }
+}
 
 /// One finished call, as recorded.
 pub struct Entry {
@@ -129,7 +169,7 @@ impl RequestLog {
         let mut out = Map::new();
         let Some(obj) = params.as_object() else { return json!({}) };
         if let Some(c) = obj.get("command") {
-            out.insert("command".into(), c.clone());
+            out.insert("command".into(), capped(c));
         }
         if let Some(Value::Array(items)) = obj.get("commands") {
             let items = items
@@ -138,14 +178,14 @@ impl RequestLog {
                     Value::Object(o) => {
                         let mut m = Map::new();
                         if let Some(c) = o.get("command") {
-                            m.insert("command".into(), c.clone());
+                            m.insert("command".into(), capped(c));
                         }
                         if let Some(p) = o.get("parameters") {
                             m.insert("parameters".into(), parameters(p));
                         }
                         Value::Object(m)
                     }
-                    other => other.clone(),
+                    other => capped(other),
                 })
                 .collect();
             out.insert("commands".into(), Value::Array(items));
@@ -175,9 +215,15 @@ impl RequestLog {
 
     /// One page of the caller's space, newest first: `{"result": [...], "next_cursor"?}`.
     pub async fn page(&self, caller: &Caller, cursor: Option<i64>, limit: i64) -> Result<Value, DbError> {
-        let client = self.inner.db.client().await?;
-        self.ensure_schema(&client).await?;
-        let rows = client.query(PAGE, &[&caller.space, &cursor, &(limit + 1)]).await.map_err(|e| self.schema_gone(e))?;
+        let db = &self.inner.db;
+        let conn = db.conn().await?;
+        let rows = db
+            .bounded(async move {
+                let rows = self.query_page(&conn, caller, cursor, limit).await;
+                conn.release();
+                rows
+            })
+            .await?;
         let more = rows.len() as i64 > limit;
         let mut entries = Vec::new();
         let mut last_id = None;
@@ -207,6 +253,11 @@ impl RequestLog {
         Ok(out)
     }
 
+    async fn query_page(&self, conn: &Conn, caller: &Caller, cursor: Option<i64>, limit: i64) -> Result<Vec<tokio_postgres::Row>, DbError> {
+        self.ensure_schema(conn).await?;
+        Ok(conn.query(PAGE, &[&caller.space, &cursor, &(limit + 1)]).await.map_err(|e| self.schema_gone(e))?)
+    }
+
     /// `e`, after forgetting that the schema exists when `e` says it does
     /// not (the schema dropped, or the database re-created under the
     /// gateway): the next use creates it again instead of failing until a
@@ -219,7 +270,7 @@ impl RequestLog {
         e
     }
 
-    async fn ensure_schema(&self, client: &deadpool_postgres::Object) -> Result<(), DbError> {
+    async fn ensure_schema(&self, client: &Conn) -> Result<(), DbError> {
         if self.inner.schema_ready.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -257,21 +308,38 @@ impl RequestLog {
         }
     }
 
+    /// Write a batch in one statement. If Postgres refuses it for its
+    /// data (not for being down), the rows are written one by one, so one
+    /// bad entry costs only itself, not up to [`BATCH`] others.
     async fn write(&self, batch: &[Entry]) -> Result<(), DbError> {
-        let rows: Vec<Value> = batch
-            .iter()
-            .map(|e| {
-                json!({
-                    "space": e.space, "method": e.method, "command": e.command, "status": e.status,
-                    "duration_us": e.duration.as_micros() as i64, "key_name": e.key_name,
-                    "request": e.request, "error": e.error,
-                })
-            })
-            .collect();
-        let client = self.inner.db.client().await?;
-        self.ensure_schema(&client).await?;
-        client.execute(INSERT, &[&Value::Array(rows)]).await.map_err(|e| self.schema_gone(e))?;
-        Ok(())
+        let rows: Vec<Value> = batch.iter().map(row_of).collect();
+        match self.insert(&rows).await {
+            Err(DbError::Failed(_) | DbError::BadInput(_)) if rows.len() > 1 => {
+                for row in &rows {
+                    if let Err(e) = self.insert(std::slice::from_ref(row)).await {
+                        tracing::warn!(entries = 1, error = e.message(), "request log entries dropped");
+                    }
+                }
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    async fn insert(&self, rows: &[Value]) -> Result<(), DbError> {
+        let db = &self.inner.db;
+        let conn = db.conn().await?;
+        db.bounded(async move {
+            let result = async {
+                self.ensure_schema(&conn).await?;
+                conn.execute(INSERT, &[&tokio_postgres::types::Json(rows)]).await.map_err(|e| self.schema_gone(e))?;
+                Ok(())
+            }
+            .await;
+            conn.release();
+            result
+        })
+        .await
     }
 
     async fn prune_loop(self, retention_days: u32, mut stop: watch::Receiver<bool>) {
@@ -290,11 +358,41 @@ impl RequestLog {
     }
 
     async fn prune(&self, days: i32) -> Result<u64, DbError> {
-        let client = self.inner.db.client().await?;
-        self.ensure_schema(&client).await?;
-        Ok(client
-            .execute("DELETE FROM kip_gateway.request_log WHERE at < now() - make_interval(days => $1)", &[&days])
-            .await
-            .map_err(|e| self.schema_gone(e))?)
+        let db = &self.inner.db;
+        let conn = db.conn().await?;
+        db.bounded(async move {
+            let result = async {
+                self.ensure_schema(&conn).await?;
+                Ok(conn
+                    .execute("DELETE FROM kip_gateway.request_log WHERE at < now() - make_interval(days => $1)", &[&days])
+                    .await
+                    .map_err(|e| self.schema_gone(e))?)
+            }
+            .await;
+            conn.release();
+            result
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_are_made_storable() {
+        let v = storable(json!({"a\0": ["x\0y", 1, {"k": "\0"}], "n": null}));
+        assert_eq!(v, json!({"a\u{FFFD}": ["x\u{FFFD}y", 1, {"k": "\u{FFFD}"}], "n": null}));
+        assert!(!v.to_string().contains("\\u0000"), "{v}");
+    }
+
+    #[test]
+    fn long_commands_are_capped() {
+        let long = "é".repeat(MAX_LOGGED_COMMAND);
+        let Value::String(c) = capped(&json!(long)) else { panic!() };
+        assert!(c.len() < MAX_LOGGED_COMMAND + 100, "{}", c.len());
+        assert!(c.ends_with(&format!("[truncated: {} bytes in all]", long.len())));
+        assert_eq!(capped(&json!("FIND(?x)")), json!("FIND(?x)"));
     }
 }

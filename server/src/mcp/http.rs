@@ -9,15 +9,24 @@
 //! rmcp answers some refusals in plain text (a wrong Accept or Content-Type,
 //! a body that is no JSON-RPC message, an unsupported protocol version or
 //! HTTP method); MCP clients read an error body as JSON-RPC, so
-//! [`jsonrpc_refusal`] turns them into JSON-RPC errors with the same status.
+//! [`jsonrpc_refusal`] turns them into JSON-RPC errors with the same status
+//! (400, not rmcp's 415, for a JSON body that is not JSON or not JSON-RPC),
+//! and gives its JSON errors the `"id": null` they lack. rmcp answers a
+//! request whose params do not fit its method -32601 (method not found);
+//! [`invalid_params`] answers -32602 before rmcp sees it. The gateway's own
+//! refusals on `/mcp` (408, 413, a body that cannot be read) go out as
+//! JSON-RPC errors too ([`from_reply`]); 401 and 403 keep the KIP envelope
+//! and `WWW-Authenticate`, as HTTP authentication is answered.
 
 use super::KipMcp;
+use crate::envelope::Reply;
 use crate::gateway::Gateway;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -40,47 +49,115 @@ pub fn service(gateway: Gateway, listen: SocketAddr, max_body_bytes: usize, shut
     StreamableHttpService::new(move || Ok(KipMcp::http(gateway.clone())), Arc::new(LocalSessionManager::default()), config)
 }
 
-/// Whether an MCP service refusal of this request is a JSON-RPC parse
-/// error: its body, declared JSON, is not JSON at all (rmcp answers both
-/// that and JSON that is no JSON-RPC message with 415).
-pub fn is_parse_error(headers: &HeaderMap, body: &[u8]) -> bool {
-    let declared_json = headers
+fn declared_json(headers: &HeaderMap) -> bool {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    declared_json && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// A refusal of the MCP service that is not JSON (a 4xx or 5xx in plain
-/// text) as a JSON-RPC error object with the same status and headers: id
-/// null (the request's is unknown or unread), code -32700 for a body that
-/// is not JSON, -32603 for a server error, -32600 for any other refusal,
-/// and rmcp's text as the message. Successes, SSE streams and answers that
-/// are JSON already pass untouched.
-pub async fn jsonrpc_refusal(response: Response, parse_error: bool) -> Response {
+/// What the request's body is, as far as a refusal's JSON-RPC code and
+/// status are concerned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// Declared JSON, but not JSON at all (-32700).
+    NotJson,
+    /// Declared JSON, and JSON (rmcp refusing it means: no JSON-RPC message, -32600).
+    Json,
+    /// Not declared JSON: rmcp's 415 stands.
+    Other,
+}
+
+pub fn body_kind(headers: &HeaderMap, body: &[u8]) -> BodyKind {
+    if !declared_json(headers) {
+        BodyKind::Other
+    } else if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+        BodyKind::NotJson
+    } else {
+        BodyKind::Json
+    }
+}
+
+fn json_response(status: StatusCode, message: Value) -> Response {
+    let mut response = Response::new(Body::from(message.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// A gateway refusal (408, 413, an unreadable body) on `/mcp` as a
+/// JSON-RPC error with the same status: id null (the body was not read),
+/// -32600, the KIP message, and the KIP error object as `data`.
+pub fn from_reply(reply: Reply) -> Response {
+    let error = reply.body.get("error").cloned().unwrap_or(Value::Null);
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("request refused").to_string();
+    json_response(
+        reply.status,
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message, "data": error}}),
+    )
+}
+
+/// A request to `initialize` or `tools/call` whose params do not have
+/// their method's shape, answered -32602 (invalid params) as JSON-RPC
+/// says; rmcp, which fails to decode such a request, answered -32601
+/// (method not found). `None` for anything else, which goes on to rmcp.
+pub fn invalid_params(body: &[u8]) -> Option<Response> {
+    let message: Value = serde_json::from_slice(body).ok()?;
+    invalid_params_error(&message).map(|error| json_response(StatusCode::OK, error))
+}
+
+/// The -32602 answer to `message` (see [`invalid_params`]), if it needs one;
+/// shared with stdio.
+pub fn invalid_params_error(message: &Value) -> Option<Value> {
+    let (id, method) = (message.get("id")?, message.get("method")?.as_str()?);
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let check = match method {
+        "initialize" => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params).err(),
+        "tools/call" => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params).err(),
+        _ => None,
+    }?;
+    let error = json!({"code": -32602, "message": format!("invalid params for {method}: {check}")});
+    Some(json!({"jsonrpc": "2.0", "id": id, "error": error}))
+}
+
+/// A refusal of the MCP service as a JSON-RPC error object with the same
+/// headers: id null (the request's is unknown or unread), code -32700 for
+/// a body that is not JSON, -32603 for a server error, -32600 for any
+/// other refusal, and rmcp's text as the message. A body declared JSON
+/// that rmcp refuses as unsupported media (415) is a bad request (400):
+/// the media type was right, the content was not. A JSON error without
+/// an `id` gets `"id": null`. Successes and SSE streams pass untouched.
+pub async fn jsonrpc_refusal(response: Response, kind: BodyKind) -> Response {
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    let is_json = declared_json(response.headers());
+    if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
     let (mut parts, body) = response.into_parts();
     let text = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    if is_json {
+        let mut answer: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
+        if let Some(obj) = answer.as_object_mut().filter(|o| o.contains_key("error")) {
+            obj.entry("id").or_insert(Value::Null);
+        }
+        parts.headers.remove(header::CONTENT_LENGTH);
+        let body = if answer.is_null() { Body::from(text) } else { Body::from(answer.to_string()) };
+        return Response::from_parts(parts, body);
+    }
     let text = String::from_utf8_lossy(&text).trim().to_string();
     let message = if text.is_empty() { status.canonical_reason().unwrap_or("request refused").to_string() } else { text };
     let code = if status.is_server_error() {
         -32603
-    } else if parse_error && status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+    } else if kind == BodyKind::NotJson && status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         -32700
     } else {
         -32600
     };
-    let error = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    if status == StatusCode::UNSUPPORTED_MEDIA_TYPE && kind != BodyKind::Other {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(error.to_string()))

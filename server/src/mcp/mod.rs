@@ -22,6 +22,7 @@ use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
 pub mod http;
+pub mod stdio;
 
 const INSTRUCTIONS: &str = include_str!("instructions.md");
 const EXECUTE_KIP: &str = include_str!("execute_kip.json");

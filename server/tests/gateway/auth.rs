@@ -114,3 +114,44 @@ async fn a_broken_keys_file_stops_startup_without_printing_keys() {
     assert!(!stderr.contains("secret-value-123"), "{stderr}");
     std::fs::remove_file(keys).unwrap();
 }
+
+/// Without a key, a malformed `X-KIP-Space` is still 401: authentication
+/// is decided before anything else the request says (it was 400).
+#[tokio::test]
+async fn no_key_and_a_malformed_space_header_is_401() {
+    let url = db_or_skip!();
+    let (s, keys) = auth_server(&url).await;
+    let space = reqwest::header::HeaderValue::from_bytes(b"caf\xe9").unwrap();
+    let req = client().post(format!("{}/kip", s.base)).header("X-KIP-Space", space.clone()).json(&serde_json::json!({"method": "execute_kip", "params": cmd("DESCRIBE PRIMER")}));
+    assert_error(&send(req).await, 401, "KIP_3004");
+    let req = client().post(format!("{}/kip", s.base)).bearer_auth(ALICE_RW).header("X-KIP-Space", space).json(&serde_json::json!({"method": "execute_kip", "params": cmd("DESCRIBE PRIMER")}));
+    assert_error(&send(req).await, 400, "KIP_1001");
+    std::fs::remove_file(keys).unwrap();
+}
+
+/// Keys that no request can carry and settings the gateway cannot work
+/// with stop it at start-up with a message naming the setting.
+#[tokio::test]
+async fn unusable_keys_and_settings_stop_startup() {
+    let url = db_or_skip!();
+    let cases: [(&str, &str, &str); 5] = [
+        ("API_KEY", "gateway-key-123\n", "visible ASCII"),
+        ("API_KEY", " gateway-key-123", "visible ASCII"),
+        ("API_KEY", "clé-de-passerelle", "visible ASCII"),
+        ("KIP_POOL_SIZE", "0", "KIP_POOL_SIZE"),
+        ("KIP_POOL_TIMEOUT_MS", "0", "KIP_POOL_TIMEOUT_MS"),
+    ];
+    for (var, value, expected) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kip-server"))
+            .args(["--database-url", &url, "--listen", "127.0.0.1:0"])
+            .env_remove("API_KEY")
+            .env_remove("KIP_API_KEYS_FILE")
+            .env(var, value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{var}={value:?} accepted: {stderr}");
+        assert!(stderr.contains(expected), "{var}={value:?}: {stderr}");
+        assert!(!stderr.contains("gateway-key-123") && !stderr.contains("passerelle"), "a key was printed: {stderr}");
+    }
+}

@@ -317,3 +317,67 @@ async fn list_logs_pages_newest_first_without_parameter_values() {
         .get(0);
     assert!(n >= 6);
 }
+
+/// Polls `list_logs` of `space` until it holds `n` entries.
+async fn log_entries(s: &Server, space: &str, n: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let page = s.kip_as(None, Some(space), "list_logs", json!({"limit": 100})).await.1;
+        let entries = page["result"].as_array().cloned().unwrap_or_default();
+        if entries.len() >= n {
+            return entries;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the request log of {space} never held {n} entries");
+}
+
+/// A NUL character (`\u0000`), which Postgres text and jsonb cannot hold,
+/// is the request's fault: 400 KIP_1001 (it was 500 "retry later"). Its
+/// request-log entry is written, NUL replaced, and so are the others (the
+/// batched insert failed and dropped every entry with it).
+#[tokio::test]
+async fn a_nul_character_is_400_and_the_request_log_keeps_every_entry() {
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    let sp = unique("gw_nul");
+    let sp = sp.as_str();
+    for _ in 0..3 {
+        assert_eq!(s.kip_as(None, Some(sp), "execute_kip", cmd("DESCRIBE PRIMER")).await.0, 200);
+    }
+    let nul = cmd("FIND(?p.name) WHERE { ?p {type: \"Per\u{0}son\"} }");
+    let got = s.kip_as(None, Some(sp), "execute_kip_readonly", nul).await;
+    assert_error(&got, 400, "KIP_1001");
+    assert!(got.1["error"]["hint"].as_str().unwrap().contains("NUL"), "{}", got.1);
+    let with_params = json!({"command": "FIND(?p.name) WHERE { ?p {type: :t} }", "parameters": {"t": "a\u{0}b"}});
+    assert_error(&s.kip_as(None, Some(sp), "execute_kip", with_params).await, 400, "KIP_1001");
+    let entries = log_entries(&s, sp, 5).await;
+    assert_eq!(entries.iter().filter(|e| e["status"] == 400).count(), 2, "{entries:?}");
+    assert_eq!(entries.iter().filter(|e| e["status"] == 200).count(), 3, "{entries:?}");
+    assert!(!s.log().contains("entries dropped"), "{}", s.log());
+}
+
+/// Odd input gets short, accurate answers: invalid UTF-8 is named as such
+/// (not "expected `,` or `}`"); an unknown method is echoed cut short; the
+/// read-only refusal names the method to use (`execute_kip`), not the SQL
+/// function; the request log caps a command's text at 64 KB.
+#[tokio::test]
+async fn odd_input_gets_short_accurate_answers() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &[], &[]).await;
+    let got = s.post_raw("/kip", None, b"{\"method\": \"execute_kip\xff\"}".to_vec()).await;
+    assert_error(&got, 400, "KIP_1001");
+    assert!(got.1["error"]["message"].as_str().unwrap().contains("UTF-8"), "{}", got.1);
+    let got = s.kip(&"m".repeat(200_000), json!({})).await;
+    assert_error(&got, 400, "KIP_1001");
+    assert!(got.1["error"]["message"].as_str().unwrap().len() < 200, "{}", got.1["error"]["message"]);
+    assert!(s.log().len() < 100_000, "the method went into the log");
+    let sp = unique("gw_names");
+    let got = s.kip_as(None, Some(&sp), "execute_kip_readonly", cmd(r#"UPSERT { CONCEPT ?p { {type: "Person", name: "x"} } }"#)).await;
+    let hint = got.1["error"]["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains("execute_kip") && !hint.contains("kip_execute"), "{}", got.1);
+    let long = format!("FIND(?p.name) WHERE {{ ?p {{type: \"Person\"}} }} LIMIT 1 {}", " ".repeat(100_000));
+    assert_eq!(s.kip_as(None, Some(&sp), "execute_kip", cmd(&long)).await.0, 200);
+    let entries = log_entries(&s, &sp, 2).await;
+    let logged = entries[0]["request"]["command"].as_str().unwrap();
+    assert!(logged.len() < 70_000 && logged.contains("truncated"), "{} bytes", logged.len());
+}

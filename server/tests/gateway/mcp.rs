@@ -143,7 +143,8 @@ async fn a_trailing_slash_is_the_same_endpoint() {
 
 /// The MCP service's refusals are JSON-RPC error objects (id null), with
 /// the status rmcp chose; they were plain text, which MCP clients cannot
-/// parse as JSON-RPC.
+/// parse as JSON-RPC. A body declared JSON that is not JSON, or not
+/// JSON-RPC, is 400 (-32700, -32600), not rmcp's 415.
 #[tokio::test]
 async fn mcp_refusals_are_jsonrpc_errors() {
     let url = db_or_skip!();
@@ -154,9 +155,9 @@ async fn mcp_refusals_are_jsonrpc_errors() {
     let cases: [(&str, &str, &str, u16, i64); 5] = [
         ("application/json", "application/json", &init, 406, -32600),
         (both, "text/plain", &init, 415, -32600),
-        (both, "application/json", "not json", 415, -32700),
-        (both, "application/json", "", 415, -32700),
-        (both, "application/json", r#"{"hello": "world"}"#, 415, -32600),
+        (both, "application/json", "not json", 400, -32700),
+        (both, "application/json", "", 400, -32700),
+        (both, "application/json", r#"{"hello": "world"}"#, 400, -32600),
     ];
     for (accept, content_type, body, status, code) in cases {
         let req = client()
@@ -183,4 +184,73 @@ async fn mcp_refusals_are_jsonrpc_errors() {
     // An answer that is JSON-RPC already is untouched.
     let ok = rpc(&s, None, 7, "tools/list", json!({})).await;
     assert_eq!(ok["id"], 7);
+}
+
+/// POST /mcp with a raw body; status and JSON answer.
+async fn post_mcp(s: &Server, body: String) -> (u16, Value) {
+    let req = client()
+        .post(format!("{}/mcp", s.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body);
+    send(req).await
+}
+
+/// JSON-RPC as the specification has it: params that do not fit their
+/// method are -32602 (rmcp said -32601, method not found); an error
+/// answer always has an `id` (null when unknown); and the gateway's own
+/// 413 on /mcp is a JSON-RPC error, not a KIP envelope.
+#[tokio::test]
+async fn mcp_errors_follow_jsonrpc() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &["--max-body-bytes", "4096"], &[]).await;
+    for params in [None, Some(json!({})), Some(json!({"name": 5}))] {
+        let (method, params) = match params {
+            None => ("initialize", Value::Null),
+            Some(p) => ("tools/call", p),
+        };
+        let mut msg = json!({"jsonrpc": "2.0", "id": 9, "method": method});
+        if !params.is_null() {
+            msg["params"] = params;
+        }
+        let (st, got) = post_mcp(&s, msg.to_string()).await;
+        assert_eq!((st, &got["id"], &got["error"]["code"]), (200, &json!(9), &json!(-32602)), "{msg}: {got}");
+    }
+    // An unknown method stays -32601.
+    let (_, got) = post_mcp(&s, json!({"jsonrpc": "2.0", "id": 3, "method": "nope", "params": {}}).to_string()).await;
+    assert_eq!(got["error"]["code"], -32601, "{got}");
+    // A response message posted to the server: refused, with "id": null.
+    let (st, got) = post_mcp(&s, json!({"jsonrpc": "2.0", "id": 4, "result": {}}).to_string()).await;
+    assert_eq!(st, 400, "{got}");
+    assert!(got.as_object().unwrap().contains_key("id") && got["id"].is_null(), "{got}");
+    // The body limit: 413 as JSON-RPC, the KIP error as its data.
+    let (st, got) = post_mcp(&s, json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "pad": "x".repeat(5000)}).to_string()).await;
+    assert_eq!(st, 413, "{got}");
+    assert_eq!((&got["jsonrpc"], &got["id"], &got["error"]["code"]), (&json!("2.0"), &Value::Null, &json!(-32600)), "{got}");
+    assert_eq!(got["error"]["data"]["code"], "KIP_4002", "{got}");
+}
+
+/// Over stdio too: a line that is not JSON is answered -32700 with id null
+/// (rmcp skipped it silently, and the client waited for ever), bad params
+/// -32602, and the session goes on.
+#[tokio::test]
+async fn stdio_answers_bad_lines() {
+    let url = db_or_skip!();
+    let mut peer = StdioPeer::spawn(&url, &["--space", "gw_stdio"]);
+    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}));
+    peer.response(1);
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    {
+        use std::io::Write;
+        let stdin = peer.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "this is not json").unwrap();
+        stdin.flush().unwrap();
+    }
+    let parse_error = peer.response_matching(|v| v.get("id") == Some(&Value::Null));
+    assert_eq!(parse_error["error"]["code"], -32700, "{parse_error}");
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 5}}));
+    assert_eq!(peer.response(2)["error"]["code"], -32602);
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}));
+    check_tools(&peer.response(3));
 }

@@ -1,5 +1,6 @@
 //! Statement timeout (408), failures outside the extension (500), an
-//! unreachable database (503) and reconnection, graceful shutdown.
+//! unreachable or stalled database (503) and reconnection, a busy pool,
+//! graceful shutdown.
 
 use crate::db_or_skip;
 use crate::support::*;
@@ -169,4 +170,96 @@ async fn sigterm_drains_requests_in_flight() {
     assert_eq!(st, 200, "{body}");
     assert_eq!(s.wait_exit(Duration::from_secs(10)), Some(0), "{}", s.log());
     assert!(s.log().contains("shutdown requested"));
+}
+
+/// Warm a gateway up: the first call on a new connection loads the
+/// extension, which may itself take longer than a short statement timeout.
+async fn warm_up(s: &Server, space: &str) {
+    let mut tries = 0;
+    while s.kip_as(None, Some(space), "execute_kip", find_people()).await.0 != 200 {
+        tries += 1;
+        assert!(tries < 20, "FIND never succeeded");
+    }
+}
+
+/// A link to Postgres that stops forwarding (a hung proxy, a dead network
+/// path) is answered 503 once the statement timeout plus a margin has
+/// passed, and its connection is discarded: with a pool of one, the next
+/// call opens a new connection and succeeds. (The call hung until TCP gave
+/// up, past every timeout, and the stalled connection went back to the pool.)
+#[tokio::test]
+async fn a_stalled_database_link_is_503_and_its_connection_discarded() {
+    let url = db_or_skip!();
+    let proxy = Proxy::start(pg_addr(&url)).await;
+    let args = ["--pool-size", "1", "--statement-timeout-ms", "1000", "--log-retention-days", "0"];
+    let s = Server::start(&url_via(&url, proxy.addr), &args, &[]).await;
+    let sp = "gw_stall";
+    warm_up(&s, sp).await;
+    proxy.stall();
+    let started = Instant::now();
+    let got = s.kip_as(None, Some(sp), "execute_kip", find_people()).await;
+    assert_error(&got, 503, "KIP_4003");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "answered after {took:?}");
+    assert!(got.1["error"]["message"].as_str().unwrap().contains("did not answer"), "{}", got.1);
+    warm_up(&s, sp).await;
+}
+
+/// SIGTERM waits for a call whose client already left (it runs on a task
+/// of its own, detached from any connection), so its write is finished and
+/// logged before the process exits. (The process exited at once: the write
+/// committed in Postgres afterwards, with no log line and no request-log row.)
+#[tokio::test]
+async fn sigterm_waits_for_calls_whose_client_left() {
+    let url = db_or_skip!();
+    let mut s = Server::start(&url, &["--pool-size", "2"], &[("KIP_STATEMENT_TIMEOUT_MS", "4000")]).await;
+    let sp = unique("gw_drain");
+    warm_up(&s, &sp).await;
+    let lock = lock_concepts(&url).await;
+    let write = json!({"method": "execute_kip", "params": cmd(r#"UPSERT { CONCEPT ?p { {type: "Person", name: "Drained Write"} } }"#)});
+    let gone = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let sent = gone.post(format!("{}/kip", s.base)).header("X-KIP-Space", &sp).json(&write).send().await;
+    assert!(sent.is_err(), "the client gave up before the answer");
+    s.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(s.wait_exit(Duration::from_millis(10)), None, "exited with a call in flight: {}", s.log());
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(s.wait_exit(Duration::from_secs(10)), Some(0), "{}", s.log());
+    let log = s.log();
+    assert!(log.contains("waiting for calls in flight") && log.contains("UPSERT"), "{log}");
+    let row = pg(&url)
+        .await
+        .query_one("SELECT count(*) FROM kip_gateway.request_log WHERE space = $1 AND command = 'UPSERT' AND status = 200", &[&sp])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1, "the call is in the request log");
+}
+
+/// A pool whose every connection is in use is "busy" (503 with
+/// Retry-After), not "the database is unavailable".
+#[tokio::test]
+async fn a_busy_pool_is_told_from_an_unreachable_database() {
+    let url = db_or_skip!();
+    let args = ["--pool-size", "1", "--pool-timeout-ms", "300", "--log-retention-days", "0"];
+    let s = Server::start(&url, &args, &[]).await;
+    let sp = unique("gw_busy");
+    warm_up(&s, &sp).await;
+    let lock = lock_concepts(&url).await;
+    // The only connection waits on the lock...
+    let held = {
+        let req = client().post(format!("{}/kip", s.base)).header("X-KIP-Space", &sp).json(&json!({"method": "execute_kip", "params": find_people()}));
+        tokio::spawn(send(req))
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // ...so health and other calls find the pool busy.
+    let resp = client().get(format!("{}/health", s.base)).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert_eq!(resp.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let health: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(health["status"], "busy", "{health}");
+    assert!(health["error"]["message"].as_str().unwrap().contains("busy"), "{health}");
+    assert_error(&s.kip_as(None, Some(&sp), "execute_kip", find_people()).await, 503, "KIP_4003");
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(held.await.unwrap().0, 200);
+    assert_eq!(s.get("/health").await.0, 200);
 }

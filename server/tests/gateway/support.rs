@@ -10,8 +10,11 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
@@ -230,12 +233,30 @@ pub fn pg_addr(url: &str) -> SocketAddr {
 
 /// A TCP proxy to Postgres that can be cut (every connection closed, new
 /// ones refused), as a Postgres restart or a network outage looks to the
-/// gateway, and restored on the same port.
+/// gateway, and restored on the same port; or stalled (see [`Proxy::stall`]).
 pub struct Proxy {
     pub addr: SocketAddr,
     target: SocketAddr,
-    state: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    /// Each proxied connection's task and its "stalled" flag.
+    state: Arc<Mutex<Vec<(JoinHandle<()>, Arc<AtomicBool>)>>>,
     acceptor: Option<JoinHandle<()>>,
+}
+
+/// Copy `from` to `to`, holding the bytes back while `stalled` is set.
+async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, stalled: Arc<AtomicBool>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while stalled.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl Proxy {
@@ -251,13 +272,16 @@ impl Proxy {
         let target = self.target;
         let state = self.state.clone();
         self.acceptor = Some(tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let stalled = Arc::new(AtomicBool::new(false));
+                let flag = stalled.clone();
                 let handle = tokio::spawn(async move {
-                    if let Ok(mut outbound) = TcpStream::connect(target).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    if let Ok(outbound) = TcpStream::connect(target).await {
+                        let ((in_rd, in_wr), (out_rd, out_wr)) = (inbound.into_split(), outbound.into_split());
+                        tokio::join!(pipe(in_rd, out_wr, flag.clone()), pipe(out_rd, in_wr, flag));
                     }
                 });
-                state.lock().unwrap().push(handle);
+                state.lock().unwrap().push((handle, stalled));
             }
         }));
     }
@@ -267,8 +291,17 @@ impl Proxy {
         if let Some(a) = self.acceptor.take() {
             a.abort();
         }
-        for h in self.state.lock().unwrap().drain(..) {
+        for (h, _) in self.state.lock().unwrap().drain(..) {
             h.abort();
+        }
+    }
+
+    /// Stop forwarding on every connection open now, which stays open with
+    /// its bytes held back, as a stalled network path or a hung proxy
+    /// looks to the gateway; connections opened later are forwarded.
+    pub fn stall(&self) {
+        for (_, stalled) in self.state.lock().unwrap().iter() {
+            stalled.store(true, Ordering::Relaxed);
         }
     }
 
@@ -317,12 +350,17 @@ impl StdioPeer {
 
     /// The next message that has this id (notifications are skipped).
     pub fn response(&mut self, id: i64) -> Value {
+        self.response_matching(|v| v["id"] == id)
+    }
+
+    /// The next message for which `matches` holds.
+    pub fn response_matching(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
         loop {
             let mut line = String::new();
             let n = self.reader.read_line(&mut line).unwrap();
             assert!(n > 0, "kip-server mcp closed stdout");
             let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout is not JSON-RPC: {line:?}"));
-            if v["id"] == id {
+            if matches(&v) {
                 return v;
             }
         }

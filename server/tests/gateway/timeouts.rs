@@ -1,6 +1,7 @@
 //! Slow clients: a request head or body trickled in a byte at a time is cut
 //! off by the header and body read timeouts (an idle connection too), while
-//! a request whose answer takes longer than both is still answered.
+//! a request whose answer takes longer than both is still answered; a
+//! client that never reads its answer is dropped by the write timeout.
 
 use crate::db_or_skip;
 use crate::support::*;
@@ -94,7 +95,9 @@ async fn a_trickled_request_body_is_408() {
         let (answer, took) = trickle(addr, head, Some(b' ')).await;
         let (status, body) = parse_answer(&answer);
         assert_eq!(status, 408, "{path}: {answer:?}");
-        assert_eq!(body["error"]["code"], "KIP_4001", "{path}: {answer:?}");
+        // /kip answers a KIP envelope, /mcp a JSON-RPC error carrying it.
+        let kip_error = if path == "/mcp" { &body["error"]["data"] } else { &body["error"] };
+        assert_eq!(kip_error["code"], "KIP_4001", "{path}: {answer:?}");
         assert!(took >= Duration::from_millis(900), "{path}: answered after {took:?}, before the timeout");
     }
     assert_eq!(s.get("/health").await.0, 200);
@@ -143,4 +146,43 @@ async fn a_slow_answer_is_not_cut_off() {
     assert_eq!(body["result"]["isError"], false, "{body}");
     drop(s);
     admin.batch_execute("DROP DATABASE kip_gateway_slow_test WITH (FORCE)").await.unwrap();
+}
+
+/// A client that posts a request with a large answer (5 MB: a batch of
+/// 1,000 DESCRIBE PRIMER) and never reads it is dropped once the write
+/// timeout passes without progress, and the answer's memory with it.
+/// (Such a connection was held, the answer in memory, for as long as the
+/// client kept the socket open.)
+#[tokio::test]
+async fn a_client_that_never_reads_its_answer_is_dropped() {
+    let url = db_or_skip!();
+    let envs = [("KIP_WRITE_TIMEOUT_MS", "1000"), ("KIP_HEADER_TIMEOUT_MS", "0")];
+    let s = Server::start(&url, &["--log-retention-days", "0"], &envs).await;
+    let body = json!({"method": "execute_kip_readonly", "params": {"commands": vec!["DESCRIBE PRIMER"; 1000]}}).to_string();
+    let request = format!(
+        "POST /kip HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        s.addr(),
+        body.len()
+    );
+    // A small receive buffer, so the answer cannot all sit in the client's kernel.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(s.addr()).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Now read: what the kernels held, then the end of a closed connection.
+    let mut received = 0usize;
+    let ended = tokio::time::timeout(PATIENCE, async {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            received += n;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection is still open after {received} bytes");
+    assert!(received < 5_000_000, "received {received} bytes, about the whole answer: not cut off");
+    assert_eq!(s.get("/health").await.0, 200);
 }
