@@ -86,9 +86,17 @@ fn the_immutable_core_refuses_every_write_path() {
         r#"DELETE PROPOSITIONS ?l WHERE { ?c {type: "$ConceptType", name: "$ConceptType"} ?l (?c, "belongs_to_domain", ?d) }"#,
         r#"DELETE METADATA {"source"} FROM ?l WHERE { ?c {type: "$ConceptType", name: "$ConceptType"} ?l (?c, "belongs_to_domain", ?d) }"#,
         r#"UPDATE ?c SET ATTRIBUTES { description: "changed" } WHERE { ?c {type: "Domain", name: "CoreSchema"} }"#,
+        // The core gains no links: filed under another domain, or any other.
+        r#"UPSERT { CONCEPT ?c { {type: "$ConceptType", name: "$ConceptType"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "Unsorted"}) } } }"#,
+        r#"UPSERT { PROPOSITION ?l { ({type: "Domain", name: "CoreSchema"}, "belongs_to_domain", {type: "Domain", name: "Unsorted"}) } }"#,
     ] {
         assert_eq!(fails(&mut c, cmd), "KIP_3004", "{cmd}");
     }
+    let e = error(&mut c, r#"UPSERT { CONCEPT ?c { {type: "$ConceptType", name: "$ConceptType"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "Unsorted"}) } } }"#);
+    assert!(e["message"].as_str().unwrap().contains("cannot add a \"belongs_to_domain\" link from"), "{e}");
+    let by_id = kip_integration_tests::ok(kip_integration_tests::kip(&mut c, r#"FIND(?c.id) WHERE { ?c {type: "$ConceptType", name: "$PropositionType"} }"#, json!({})));
+    let by_id = format!(r#"UPSERT {{ CONCEPT ?c {{ {{id: "{}"}} SET PROPOSITIONS {{ ("belongs_to_domain", {{type: "Domain", name: "Unsorted"}}) }} }} }}"#, by_id[0].as_str().unwrap());
+    assert_eq!(fails(&mut c, &by_id), "KIP_3004");
     // The same link by id is refused too.
     let link = kip_integration_tests::ok(kip_integration_tests::kip(
         &mut c,

@@ -78,9 +78,14 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
     let attrs = optional_object(block.set_attributes.as_deref())?;
     let meta = layered(statement_meta, block.metadata.as_deref())?;
     let guard = expected(&block.expect_version)?;
+    // The immutable core gains no links (`check_core_link`): whether the
+    // block's concept is part of it, from its identity.
+    let core: Option<(String, String)>;
+    let immutable = |t: &str, n: &str| protection::is_immutable(t, n).then(|| (t.to_string(), n.to_string()));
     let id = match &block.identity {
         ConceptSelector::TypeName { type_name, name } => {
             let (t, n) = (lit_str(type_name)?, lit_str(name)?);
+            core = immutable(t, n);
             let what = format!("concept {}", protection::describe(t, n));
             guard_directives(ctx, t, n, None, &attrs)?;
             if ctx.origin == Origin::Caller {
@@ -116,6 +121,7 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
                 return Err(version_conflict(&what, 0, Some(row.version)));
             }
             check_version(&what, guard, row.version)?;
+            core = immutable(&row.type_name, &row.name);
             guard_directives(ctx, &row.type_name, &row.name, Some(row.id), &attrs)?;
             if ctx.origin == Origin::Caller {
                 protection::check_concept_upsert(&ctx.space, &row.type_name, &row.name, &attrs, &meta)?;
@@ -125,13 +131,24 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
         }
         _ => return Err(KipError::syntax("a CONCEPT block is identified by {type: …, name: …} or {id: …}")),
     };
-    block_links(ctx, handles, block, id, &meta)?;
+    block_links(ctx, handles, block, id, &meta, core.as_ref())?;
     Ok(id)
+}
+
+/// KIP_3004 when a caller's link from the immutable core node `core` is
+/// not there already: the core's links are its anchoring in `CoreSchema`,
+/// which the Genesis capsule re-asserts, and nothing else.
+fn check_core_link(ctx: &Ctx, core: Option<&(String, String)>, link: &store::LinkWrite<'_>) -> Result<(), KipError> {
+    let Some((t, n)) = core.filter(|_| ctx.origin == Origin::Caller) else { return Ok(()) };
+    match store::proposition_by_triple(&ctx.space, link.subject, link.predicate, link.object, false)? {
+        Some(_) => Ok(()),
+        None => Err(protection::refused(&format!("add a {:?} link from", link.predicate), t, n)),
+    }
 }
 
 /// After a concept block's own write: define its handle, then write its
 /// `SET PROPOSITIONS` links.
-fn block_links(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, id: i64, meta: &JsonMap) -> Result<(), KipError> {
+fn block_links(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, id: i64, meta: &JsonMap, core: Option<&(String, String)>) -> Result<(), KipError> {
     let subject = ElementRef::concept(id);
     handles.define(&block.handle, subject);
     // Only a link from protected structure can anchor it; a block named by
@@ -144,7 +161,9 @@ fn block_links(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, id: i64, 
     };
     let mut links = Vec::new();
     for item in block.set_propositions.iter().flatten() {
-        links.push(set_proposition(ctx, handles, subject, item, meta, may_anchor)?);
+        let link = set_proposition(ctx, handles, subject, item, meta, may_anchor)?;
+        check_core_link(ctx, core, &link)?;
+        links.push(link);
     }
     write_links(ctx, &links)
 }
@@ -212,7 +231,8 @@ pub fn concept_run(ctx: &Ctx, handles: &mut Handles, run: &[Plain<'_>]) -> Resul
         .collect();
     let ids = store::concepts_merge(&ctx.space, &writes)?;
     for (p, id) in run.iter().zip(&ids) {
-        block_links(ctx, handles, p.block, *id, &p.meta)?;
+        // A run holds no protected node (`Plain::of`).
+        block_links(ctx, handles, p.block, *id, &p.meta, None)?;
     }
     Ok(ids)
 }
@@ -295,6 +315,14 @@ pub fn proposition_block(ctx: &Ctx, handles: &mut Handles, block: &PropositionBl
                 return Err(self_loop(s, &predicate));
             }
             check_link(ctx, s, &predicate, o, &attrs, &meta)?;
+            // A subject written as a core node's identity tells without a query.
+            if let Endpoint::Concept(ConceptSelector::TypeName { type_name, name }) = &t.subject {
+                let core = (lit_str(type_name)?.to_string(), lit_str(name)?.to_string());
+                if protection::is_immutable(&core.0, &core.1) {
+                    let link = store::LinkWrite { subject: s, predicate: &predicate, object: o, meta: JsonMap::new() };
+                    check_core_link(ctx, Some(&core), &link)?;
+                }
+            }
             let what = format!("proposition ({}, {predicate:?}, {})", describe(s), describe(o));
             let id = match guard {
                 None => store::proposition_upsert(&ctx.space, s, &predicate, o, &attrs, &meta)?,
