@@ -136,14 +136,22 @@ pub fn concept_block(ctx: &Ctx, handles: &mut Handles, block: &ConceptBlock, sta
 }
 
 /// KIP_3004 when a caller's link from the immutable core node `core` is
-/// not there already: the core's links are its anchoring in `CoreSchema`,
-/// which the Genesis capsule re-asserts, and nothing else.
+/// neither there already nor its anchoring in `CoreSchema`: the core's
+/// links are that anchoring, which the Genesis capsule writes (a caller may
+/// run it on a space of its own) and re-asserts, and nothing else.
 fn check_core_link(ctx: &Ctx, core: Option<&(String, String)>, link: &store::LinkWrite<'_>) -> Result<(), KipError> {
     let Some((t, n)) = core.filter(|_| ctx.origin == Origin::Caller) else { return Ok(()) };
-    match store::proposition_by_triple(&ctx.space, link.subject, link.predicate, link.object, false)? {
-        Some(_) => Ok(()),
-        None => Err(protection::refused(&format!("add a {:?} link from", link.predicate), t, n)),
+    if store::proposition_by_triple(&ctx.space, link.subject, link.predicate, link.object, false)?.is_some() {
+        return Ok(());
     }
+    let anchoring = link.predicate == protection::BELONGS_TO_DOMAIN
+        && link.object.is_concept()
+        && store::concept_by_id(&ctx.space, link.object.id, false)?
+            .is_some_and(|o| o.type_name == protection::DOMAIN && o.name == protection::CORE_SCHEMA);
+    if anchoring {
+        return Ok(());
+    }
+    Err(protection::refused(&format!("add a {:?} link from", link.predicate), t, n))
 }
 
 /// After a concept block's own write: define its handle, then write its
