@@ -374,9 +374,8 @@ pub(crate) fn typed_paths(clauses: &[WhereClause]) -> Vec<(DotPath, JsonType)> {
     }
     // A FILTER written before a UNION narrows only the block before it
     // (`pattern::block`), not the branch's solutions.
-    let after_unions = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).map_or(0, |i| i + 1);
     let mut out = Vec::new();
-    for clause in &clauses[after_unions..] {
+    for clause in kip_lang::ast::after_last_union(clauses) {
         if let WhereClause::Filter(e) = clause {
             conjuncts(e, &mut out);
         }

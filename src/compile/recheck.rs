@@ -49,8 +49,7 @@ impl VarAccess for RowAccess {
 /// UNION narrows the UNION's left operand (`pattern::block`), not the
 /// branch's targets.
 pub fn recheck_sql(clauses: &[WhereClause], env: Env, params: &mut Params, target: &str, kind: ElementKind, alias: &str) -> Result<Option<String>, KipError> {
-    let after_unions = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).map_or(0, |i| i + 1);
-    let filters: Vec<_> = clauses[after_unions..]
+    let filters: Vec<_> = kip_lang::ast::after_last_union(clauses)
         .iter()
         .filter_map(|c| match c {
             WhereClause::Filter(e) => Some(e),

@@ -31,9 +31,11 @@ fn enforced() -> bool {
     KML_RUNNING.with(|slot| slot.get() == Some(local_transaction()))
 }
 
-/// This backend's local transaction id: a mark left by a transaction that
-/// ended without clearing it never applies to the next one.
-fn local_transaction() -> u32 {
+/// This backend's local transaction id: a mark a command leaves for the
+/// rest of its transaction (here, the history's command tag) and that a
+/// transaction ending without clearing it must not pass to the next one
+/// compares with it.
+pub(crate) fn local_transaction() -> u32 {
     // SAFETY: MyProc is this backend's own PGPROC, set for its lifetime.
     unsafe { (*pg_sys::MyProc).lxid }
 }

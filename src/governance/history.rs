@@ -30,7 +30,7 @@ thread_local! {
 /// change, and plain SQL could then pass its changes off as a KIP
 /// command's. The tag holds only in the transaction that set it.
 pub fn tag_command(command: Option<&str>) {
-    let tag = command.map(|c| (command_hash(c), local_transaction()));
+    let tag = command.map(|c| (command_hash(c), crate::exec::element_size::local_transaction()));
     COMMAND.with(|slot| *slot.borrow_mut() = tag);
 }
 
@@ -38,17 +38,9 @@ pub fn tag_command(command: Option<&str>) {
 /// running in this transaction.
 pub(super) fn running_command_hash() -> Option<String> {
     COMMAND.with(|slot| match &*slot.borrow() {
-        Some((hash, transaction)) if *transaction == local_transaction() => Some(hash.clone()),
+        Some((hash, transaction)) if *transaction == crate::exec::element_size::local_transaction() => Some(hash.clone()),
         _ => None,
     })
-}
-
-/// This backend's local transaction id: a tag left by a transaction that
-/// ended without clearing it (an error that escaped the command) never
-/// applies to the next one.
-fn local_transaction() -> u32 {
-    // SAFETY: MyProc is this backend's own PGPROC, set for its lifetime.
-    unsafe { (*pg_sys::MyProc).lxid }
 }
 
 /// sha256 of the command text, lowercase hex: what

@@ -360,6 +360,14 @@ pub enum WhereClause {
     Union(Vec<WhereClause>),
 }
 
+/// The clauses of a block after its last `UNION`: those whose rows and
+/// conditions hold for every solution of the block. The clauses before a
+/// UNION are its other operand (`{ A UNION { B } C }` is `(A ∪ B) ⋈ C`).
+pub fn after_last_union(clauses: &[WhereClause]) -> &[WhereClause] {
+    let start = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).map_or(0, |i| i + 1);
+    &clauses[start..]
+}
+
 /// The `{…}` concept match. Keys may be written in any order in the source;
 /// only `id`, `type` and `name` are accepted.
 #[derive(Debug, Clone, PartialEq, Serialize)]

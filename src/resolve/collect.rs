@@ -127,8 +127,7 @@ fn expr_literals(e: &Expr, out: &mut PatternLiterals) {
 pub fn named_concepts(clauses: &[WhereClause]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut patterns: Vec<&PropPattern> = Vec::new();
-    let after_unions = clauses.iter().rposition(|c| matches!(c, WhereClause::Union(_))).map_or(0, |i| i + 1);
-    for clause in &clauses[after_unions..] {
+    for clause in kip_lang::ast::after_last_union(clauses) {
         match clause {
             WhereClause::Concept { selector, .. } => push_identity(selector, &mut out),
             WhereClause::Proposition { pattern, .. } => patterns.push(pattern),
