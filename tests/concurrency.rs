@@ -152,3 +152,24 @@ fn a_bulk_write_that_waited_checks_its_filters_on_the_committed_row() {
     let link = ok(kip(&mut setup, r#"FIND(?l.metadata.confidence) WHERE { ?l (?a, "prefers", ?b) }"#, json!({})));
     assert_eq!(link, json!([0.95]), "the strengthened link stays");
 }
+
+/// Under REPEATABLE READ a command that meets a concurrent update fails
+/// without being run again (every attempt would read the same snapshot),
+/// and its hint says to roll back and rerun the transaction.
+#[test]
+fn a_conflict_under_repeatable_read_says_to_rerun_the_transaction() {
+    let space = unique_space("rr_conflict");
+    let mut writer = client(&space);
+    let item = r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} } CONCEPT ?i { {type: "Item", name: "one"} SET ATTRIBUTES { n: 0 } } }"#;
+    ok(kip(&mut writer, item, json!({})));
+    let mut rr = client(&space);
+    rr.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+    ok(kip(&mut rr, r#"FIND(?i.attributes.n) WHERE { ?i {type: "Item", name: "one"} }"#, json!({})));
+    ok(kip(&mut writer, r#"UPSERT { CONCEPT ?i { {type: "Item", name: "one"} SET ATTRIBUTES { n: 1 } } }"#, json!({})));
+    let out = kip(&mut rr, r#"UPSERT { CONCEPT ?i { {type: "Item", name: "one"} SET ATTRIBUTES { n: 2 } } }"#, json!({}));
+    assert_eq!(out["error"]["code"], "KIP_4003", "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().starts_with("concurrent update conflict"), "{out}");
+    assert!(out["error"]["hint"].as_str().unwrap().starts_with("Roll back the transaction"), "{out}");
+    rr.batch_execute("ROLLBACK").unwrap();
+    ok(kip(&mut rr, r#"UPSERT { CONCEPT ?i { {type: "Item", name: "one"} SET ATTRIBUTES { n: 2 } } }"#, json!({})));
+}

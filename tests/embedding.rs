@@ -588,3 +588,53 @@ fn search_works_with_an_empty_search_path() {
     }
     c.batch_execute("RESET search_path").unwrap();
 }
+
+/// kip_search answers as kip_execute_readonly does: within
+/// `kip.command_timeout` (KIP_4001, here while another session holds the
+/// concepts table), and with KIP_3004 for a space the caller may not read
+/// (not "does not exist yet", which row-level security made it look like).
+#[test]
+fn kip_search_keeps_the_command_timeout_and_says_access_is_denied() {
+    let db = "kip_search_rules_test";
+    kip_integration_tests::reliability::fresh_database(db);
+    let dsn = |user: &str| format!("host=localhost port={} user={user} dbname={db}", kip_integration_tests::port());
+    let mut admin = Client::connect(&dsn("postgres"), NoTls).unwrap();
+    admin.batch_execute("SET kip.embedding_provider = 'external'").unwrap();
+    for space in ["granted", "other"] {
+        use_space(&mut admin, space);
+        ok(kip(&mut admin, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Note"} } CONCEPT ?a { {type: "Note", name: "Alpha"} } }"#, json!({})));
+    }
+    let unit: Vec<f32> = (0..384).map(|d| if d == 0 { 1.0 } else { 0.0 }).collect();
+    let search = |c: &mut Client| -> Value {
+        c.query_one("SELECT kip_search($1, $2, '{}')", &[&r#"SEARCH CONCEPT "alpha" MODE "semantic""#, &unit]).unwrap().get(0)
+    };
+
+    let role = kip_integration_tests::unique_space("kip_search_reader").to_lowercase();
+    admin.batch_execute(&format!("CREATE ROLE \"{role}\" LOGIN IN ROLE kip_reader")).unwrap();
+    let granted: bool = admin.query_one("SELECT kip_grant('granted', $1::name, 'read')", &[&role]).unwrap().get(0);
+    assert!(granted);
+    let mut reader = Client::connect(&dsn(&role), NoTls).unwrap();
+    reader.batch_execute("SET kip.embedding_provider = 'external'").unwrap();
+    use_space(&mut reader, "granted");
+    ok(search(&mut reader));
+    use_space(&mut reader, "other");
+    let denied = search(&mut reader);
+    assert_eq!(err_code(&denied), "KIP_3004", "{denied}");
+    drop(reader);
+
+    let mut holder = Client::connect(&dsn("postgres"), NoTls).unwrap();
+    holder.batch_execute("BEGIN; LOCK TABLE kip.concepts IN ACCESS EXCLUSIVE MODE").unwrap();
+    use_space(&mut admin, "granted");
+    admin.batch_execute("SET kip.command_timeout = '300ms'").unwrap();
+    let started = Instant::now();
+    let timed_out = search(&mut admin);
+    assert_eq!(err_code(&timed_out), "KIP_4001", "{timed_out}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    holder.batch_execute("ROLLBACK").unwrap();
+    admin.batch_execute("RESET kip.command_timeout").unwrap();
+    ok(search(&mut admin));
+    drop((admin, holder));
+    kip_integration_tests::reliability::drop_database(db);
+    let mut server = Client::connect(&kip_integration_tests::admin_dsn(), NoTls).unwrap();
+    server.batch_execute(&format!("DROP ROLE IF EXISTS \"{role}\"")).unwrap();
+}

@@ -123,6 +123,26 @@ fn dry_run_validates_without_executing() {
         assert_eq!(err_code(&out), code, "{command}: {out}");
         assert_eq!(err_code(&kip(&mut c, command, json!({}))), code, "a real run agrees: {command}");
     }
+    // And what compiling the command finds, with its literal ids taken to
+    // exist: unbound variables, a target that binds a predicate, a forged
+    // CURSOR token.
+    for (command, code) in [
+        (r#"UPDATE ?y SET ATTRIBUTES { a: 1 } WHERE { ?x {type: "Drug", name: "Aspirin"} }"#, "KIP_3001"),
+        (r#"DELETE CONCEPT ?y DETACH WHERE { ?x {type: "Drug"} }"#, "KIP_3001"),
+        (r#"FIND(?y) WHERE { ?x {type: "Drug"} }"#, "KIP_3001"),
+        (r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } ORDER BY ?z.name"#, "KIP_3001"),
+        (r#"EXPORT ?y WHERE { ?x {type: "Drug"} }"#, "KIP_3001"),
+        (r#"EXPORT ?p WHERE { (?x, ?p, ?y) }"#, "KIP_1001"),
+        (r#"FIND(?x.name) WHERE { ?x {type: "Drug"} } LIMIT 1 CURSOR "garbage""#, "KIP_1001"),
+        (r#"DESCRIBE CONCEPT TYPES LIMIT 1 CURSOR "garbage""#, "KIP_1001"),
+    ] {
+        let out = kip_request(&mut c, json!({"command": command, "dry_run": true}));
+        assert_eq!(err_code(&out), code, "{command}: {out}");
+        assert_eq!(err_code(&kip(&mut c, command, json!({}))), code, "a real run agrees: {command}");
+    }
+    // A literal id is not looked up: what it names is the run's to find.
+    let out = kip_request(&mut c, json!({"command": r#"FIND(?x) WHERE { ?x {id: "C:999999999"} }"#, "dry_run": true}));
+    assert_eq!(ok(out)["valid"], json!(true));
     let out = kip_request(&mut c, json!({"command": r#"UPSERT { CONCEPT ?d { {type: "drug", name: "X"} } }"#, "dry_run": true}));
     assert!(out["error"]["hint"].as_str().unwrap_or_default().contains("Drug"), "a did-you-mean hint: {out}");
     // A type defined by an earlier statement of the same text counts, as
@@ -293,4 +313,28 @@ fn json_values_come_back_as_written() {
         }
         assert!(text.contains(r#""n": 0.10"#), "{find}: {text}");
     }
+}
+
+/// In a read-only transaction kip_execute still reads: a new space is
+/// reported missing (KIP_3002, not a refused INSERT), and a space at an
+/// older capsule level is read without being upgraded.
+#[test]
+fn reads_in_a_read_only_transaction_neither_create_nor_upgrade_a_space() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "ro_tx");
+    ok(kip(&mut c, REGISTER, json!({})));
+    let level: i32 = c.query_one("SELECT capsule_level FROM kip.spaces WHERE name = $1", &[&space]).unwrap().get(0);
+    c.execute("UPDATE kip.spaces SET capsule_level = 1 WHERE name = $1", &[&space]).unwrap();
+    c.batch_execute("BEGIN READ ONLY").unwrap();
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!([]));
+    let _ = fresh_space(&mut c, "ro_tx_new");
+    let out = kip(&mut c, find_drugs(), json!({}));
+    assert_eq!(err_code(&out), "KIP_3002", "{out}");
+    assert!(out["error"]["hint"].as_str().unwrap().contains("read-only"), "{out}");
+    c.batch_execute("ROLLBACK").unwrap();
+    // Outside it, the next call upgrades the space as before.
+    kip_integration_tests::use_space(&mut c, &space);
+    ok(kip(&mut c, find_drugs(), json!({})));
+    let upgraded: i32 = c.query_one("SELECT capsule_level FROM kip.spaces WHERE name = $1", &[&space]).unwrap().get(0);
+    assert_eq!(upgraded, level);
 }

@@ -164,3 +164,58 @@ fn literal_values_never_change_the_sql_text() {
     // The hostile name was a value, not SQL.
     assert_eq!(find(&mut c, r#"FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }"#), json!(2));
 }
+
+/// A cursor issued after `DROP EXTENSION kip; CREATE EXTENSION kip` is
+/// signed with the new installation's secret: another connection accepts
+/// it (a backend that kept the old secret issued tokens no other backend
+/// took, and refused theirs).
+#[test]
+fn cursors_after_the_extension_is_created_again_work_on_every_connection() {
+    let db = "kip_cursor_secret_test";
+    kip_integration_tests::reliability::fresh_database(db);
+    let dsn = format!("host=localhost port={} user=postgres dbname={db}", kip_integration_tests::port());
+    let connect_db = || Client::connect(&dsn, postgres::NoTls).expect("connect");
+    let page = |c: &mut Client| {
+        kip_integration_tests::use_space(c, "cursors");
+        let first = kip(c, "DESCRIBE CONCEPT TYPES LIMIT 1", json!({}));
+        first["next_cursor"].as_str().unwrap_or_else(|| panic!("no cursor: {first}")).to_string()
+    };
+    let mut a = connect_db();
+    let before = page(&mut a);
+    a.batch_execute("SET client_min_messages = warning; DROP EXTENSION kip CASCADE; CREATE EXTENSION kip CASCADE").unwrap();
+    let after = page(&mut a);
+    assert_ne!(before, after, "the token is still signed with the dropped installation's secret");
+    let mut b = connect_db();
+    let _ = page(&mut b);
+    let next = kip(&mut b, "DESCRIBE CONCEPT TYPES LIMIT 1 CURSOR :c", json!({"c": after}));
+    assert!(next.get("result").is_some(), "another connection refused the token: {next}");
+    let stale = kip(&mut b, "DESCRIBE CONCEPT TYPES LIMIT 1 CURSOR :c", json!({"c": before}));
+    assert_eq!(err_code(&stale), "KIP_1001", "{stale}");
+    drop((a, b));
+    kip_integration_tests::reliability::drop_database(db);
+}
+
+/// DESCRIBE DOMAINS, which takes no LIMIT or CURSOR, refuses a listing
+/// longer than it gives (KIP_4002, pointing to the FIND that pages) rather
+/// than cutting it short without a word.
+#[test]
+fn describe_domains_refuses_more_domains_than_it_lists() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "many_domains");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Domain", name: "Zeta"} } }"#, json!({})));
+    // Plain SQL, as a bulk load would write them.
+    c.execute(
+        "INSERT INTO kip.concepts (space, type, name) SELECT $1, 'Domain', 'D' || g FROM generate_series(1, 10000) g",
+        &[&space],
+    )
+    .unwrap();
+    let e = kip(&mut c, "DESCRIBE DOMAINS", json!({}));
+    assert_eq!(err_code(&e), "KIP_4002", "{e}");
+    assert!(e["error"]["hint"].as_str().unwrap().contains("FIND(?d.name)"), "{e}");
+    // The primer still answers, with its first 200 and the total.
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    assert_eq!(primer["domain_map"].as_array().unwrap().len(), 200, "{primer}");
+    assert!(primer["total_domains"].as_i64().unwrap() > 10_000, "{primer}");
+    c.execute("DELETE FROM kip.concepts WHERE space = $1 AND type = 'Domain' AND name ~ '^D[0-9]+$'", &[&space]).unwrap();
+    assert!(ok(kip(&mut c, "DESCRIBE DOMAINS", json!({}))).as_array().unwrap().len() < 10_000);
+}

@@ -836,3 +836,60 @@ fn pg_dump_and_restore_carry_grants_and_history() {
     drop_role(&mut admin, &reader);
     let _ = std::fs::remove_file(dump);
 }
+
+/// A KML command cancelled by the user (`pg_cancel_backend` while it waits
+/// on a row lock) leaves neither its command tag nor its element-size check
+/// behind: plain SQL after `ROLLBACK TO` in the same transaction is
+/// recorded without the cancelled command's hash.
+#[test]
+fn a_cancelled_kml_command_leaves_no_tag_for_later_plain_sql() {
+    let mut c = superuser();
+    let space = unique_space("cancelled");
+    ok(kip_in(&mut c, &space, &upsert(r#"CONCEPT ?a { {type: "Person", name: "Ana"} } CONCEPT ?b { {type: "Person", name: "Bo"} }"#)));
+    let bo: i64 = c
+        .query_one("SELECT id FROM kip.concepts WHERE space = $1 AND type = 'Person' AND name = 'Bo'", &[&space])
+        .unwrap()
+        .get(0);
+    // Another session holds Ana's row.
+    let mut holder = superuser();
+    holder.batch_execute("BEGIN").unwrap();
+    holder.execute("SELECT 1 FROM kip.concepts WHERE space = $1 AND name = 'Ana' FOR UPDATE", &[&space]).unwrap();
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    let canceller = std::thread::spawn(move || {
+        let mut k = superuser();
+        // Cancel once the KIP command waits on the lock.
+        for _ in 0..200 {
+            let waiting: bool = k
+                .query_one("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')", &[&pid])
+                .unwrap()
+                .get(0);
+            if waiting {
+                k.execute("SELECT pg_cancel_backend($1)", &[&pid]).unwrap();
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        false
+    });
+    c.batch_execute("BEGIN; SAVEPOINT s").unwrap();
+    c.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    let cancelled = c.query_one(
+        "SELECT kip_execute($1::text, '{}'::jsonb)",
+        &[&r#"UPSERT { CONCEPT ?a { {type: "Person", name: "Ana"} SET ATTRIBUTES { age: 40 } } }"#],
+    );
+    assert!(canceller.join().unwrap(), "the command never waited on the lock");
+    holder.batch_execute("ROLLBACK").unwrap();
+    // Either the cancel came back as an SQL error, or kip reported it.
+    if let Ok(row) = cancelled {
+        let envelope: Value = row.get(0);
+        assert!(envelope.get("error").is_some(), "{envelope}");
+    }
+    c.batch_execute("ROLLBACK TO s").unwrap();
+    c.execute("UPDATE kip.concepts SET attributes = attributes || '{\"plain\": true}' WHERE id = $1", &[&bo]).unwrap();
+    c.batch_execute("COMMIT").unwrap();
+    let hash: Option<String> = c
+        .query_one("SELECT command_hash FROM kip.history WHERE element_id = $1 ORDER BY id DESC LIMIT 1", &[&bo])
+        .unwrap()
+        .get(0);
+    assert_eq!(hash, None, "plain SQL was tagged as the cancelled KIP command");
+}

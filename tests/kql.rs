@@ -620,6 +620,31 @@ fn primer_key_concepts_are_types_then_the_most_connected_recent_members() {
     let lab = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "Lab").expect("Lab in the map").clone();
     assert_eq!(lab["member_count"], json!(4), "{lab}");
     assert_eq!(lab["key_concepts"], json!(["Node", "hub", "leaf", "loop"]), "{lab}");
+    assert_eq!(lab["key_propositions"], json!([]), "{lab}");
+
+    // The domain's predicates are its key propositions (RC10 §5.1.1), the
+    // most used first, then by name; they are no key concepts, however
+    // connected their definitions are.
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?d { {type: "Domain", name: "Lab"} }
+          CONCEPT ?n { {type: "$PropositionType", name: "next"} SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+          CONCEPT ?a { {type: "$PropositionType", name: "alt"} SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+          CONCEPT ?s { {type: "$PropositionType", name: "stated"} SET PROPOSITIONS { ("belongs_to_domain", ?d) } }
+        }"#,
+        json!({}),
+    ));
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    let lab = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "Lab").expect("Lab in the map").clone();
+    // next: 2 links, alt: 1, stated: none.
+    assert_eq!(lab["key_propositions"], json!(["next", "alt", "stated"]), "{lab}");
+    assert_eq!(lab["key_concepts"], json!(["Node", "hub", "leaf", "loop"]), "{lab}");
+    // Every Genesis predicate is in the map, under CoreSchema.
+    let core = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "CoreSchema").expect("CoreSchema").clone();
+    for predicate in ["belongs_to_domain", "prefers"] {
+        assert!(core["key_propositions"].as_array().unwrap().contains(&json!(predicate)), "{predicate} missing: {core}");
+    }
 }
 
 #[test]

@@ -113,11 +113,17 @@ fn search_with_vector(
             .with_hint("Use kip_execute_readonly for other commands."));
     }
     let space = space::current()?;
+    // The caller's grant first, as kip_execute_readonly checks it: a space
+    // it may not read is refused as such, not reported missing (row-level
+    // security hides its row from the lookup below).
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Read)?;
     if !subxact::run_isolated(|| crate::bootstrap::spaces::exists(&space))? {
         return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist yet", space.name()))
             .with_hint("Write to it once with kip_execute, or call kip_create_space(name)."));
     }
     let ctx = crate::exec::Ctx::new(space, Access::ReadOnly);
+    // Within kip.command_timeout, as every command of kip_execute.
+    let _budget = crate::exec::budget::arm();
     embed::with_external_query(vector, || subxact::run_isolated(|| engine::execute_script(&script, &ctx)))
 }
 

@@ -54,16 +54,25 @@ fn prepare(req: &request::Request, mode: Mode) -> Result<(Space, Grant), KipErro
 /// this in one subtransaction, so a failure leaves nothing.
 fn prepare_space(space: Space, mode: Mode) -> Result<(Space, Grant), KipError> {
     let grant = access::grant(&space)?;
-    // A role that may only read the space never creates or upgrades it.
+    // A role that may only read the space never creates or upgrades it;
+    // nor does a read-only transaction (`BEGIN READ ONLY`,
+    // `default_transaction_read_only`, a standby), whose reads still run.
+    // SAFETY: reads this backend's transaction state.
+    let read_only_transaction = unsafe { pgrx::pg_sys::XactReadOnly };
     match grant.space_mode(mode)? {
-        Mode::ReadWrite => spaces::ensure(&space)?,
-        Mode::ReadOnly => {
+        Mode::ReadWrite if !read_only_transaction => spaces::ensure(&space)?,
+        _ => {
             if !spaces::exists(&space)? {
+                let hint = if read_only_transaction {
+                    "This transaction is read-only and cannot create the space: write to it once outside it with kip_execute, or call kip_create_space(name)."
+                } else {
+                    "Read-only calls never create a space: write to it once with kip_execute, or call kip_create_space(name)."
+                };
                 return Err(KipError::new(
                     ErrorCode::NotFound,
                     format!("memory space {:?} does not exist yet", space.name()),
                 )
-                .with_hint("Read-only calls never create a space: write to it once with kip_execute, or call kip_create_space(name)."));
+                .with_hint(hint));
             }
         }
     }

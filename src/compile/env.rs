@@ -65,6 +65,10 @@ pub struct Facts {
     /// name their space so that only the space's own indexes can give the
     /// page its order (`pattern::endpoint::concept_clause`).
     pub per_call: bool,
+    /// Every literal id is taken to name an element of its kind (and the
+    /// predicate it says): a dry run compiles the command to find what is
+    /// wrong with it, and reads no element.
+    pub assume_literals_exist: bool,
 }
 
 impl Facts {

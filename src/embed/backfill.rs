@@ -30,11 +30,13 @@ impl Kind {
             Kind::Concept => {
                 "SELECT c.id, kip.concept_grounding_text(c.type, c.name, c.attributes)
                  FROM kip.concepts c WHERE c.embedding IS NULL AND c.id > $1 AND ($3::text IS NULL OR c.space = $3)
+                   AND ($4 OR c.space = ANY ($5::text[]))
                  ORDER BY c.id LIMIT $2"
             }
             Kind::Proposition => {
                 "SELECT p.id, kip.proposition_grounding_text(p.space, p.subject, p.predicate, p.object, p.attributes)
                  FROM kip.propositions p WHERE p.embedding IS NULL AND p.id > $1 AND ($3::text IS NULL OR p.space = $3)
+                   AND ($4 OR p.space = ANY ($5::text[]))
                  ORDER BY p.id LIMIT $2"
             }
         }
@@ -85,10 +87,15 @@ pub fn has_pending() -> Result<bool, KipError> {
 
 /// Embed up to `max` waiting elements (all of them with `None`) of one
 /// space (every space with `None`); returns how many vectors were stored.
-/// Concepts first, then propositions, in id order. Fails when the model
-/// cannot run.
+/// Concepts first, then propositions, in id order. Only the spaces the
+/// caller may write are read: an element it may read but not update would
+/// take a place of `max` and be run through the model for nothing, every
+/// call. Fails when the model cannot run.
 pub fn embed_pending(max: Option<i64>, space: Option<&str>) -> Result<i64, KipError> {
     runtime::ensure_loaded().map_err(super::model_error)?;
+    let writable = crate::governance::access::writable_spaces()?;
+    let every_space = writable.is_none();
+    let writable = writable.unwrap_or_default();
     let vector = extensions::vector_type()?;
     let mut budget = max.unwrap_or(i64::MAX).max(0);
     let mut stored = 0;
@@ -101,7 +108,17 @@ pub fn embed_pending(max: Option<i64>, space: Option<&str>) -> Result<i64, KipEr
             // length, so a batch pads its texts to about the same length.
             let batch_size = settings::batch();
             let take = budget.min((batch_size * READ_BATCHES) as i64);
-            let rows = spi::query(kind.pending_sql(), &[SqlParam::Int(after), SqlParam::Int(take), space.map_or(SqlParam::NullText, |s| SqlParam::Text(s.to_string()))], Access::ReadOnly)?;
+            let rows = spi::query(
+                kind.pending_sql(),
+                &[
+                    SqlParam::Int(after),
+                    SqlParam::Int(take),
+                    space.map_or(SqlParam::NullText, |s| SqlParam::Text(s.to_string())),
+                    SqlParam::Bool(every_space),
+                    SqlParam::TextArray(writable.clone()),
+                ],
+                Access::ReadOnly,
+            )?;
             if rows.is_empty() {
                 break;
             }

@@ -1,9 +1,9 @@
 //! Execution of DESCRIBE (RC10 §5.1, result shapes §6.2.2):
 //!
 //! * `PRIMER` → `{"identity": <$self summary>, "domain_map": [<domain summary
-//!   with key_concepts>], "total_domains": n, "search": <capability>}`, the
-//!   capability naming the SEARCH modes available and the embedding model
-//!   (`embed::Availability::describe`);
+//!   with key_concepts and key_propositions>], "total_domains": n, "search":
+//!   <capability>}`, the capability naming the SEARCH modes available and
+//!   the embedding model (`embed::Availability::describe`);
 //! * `DOMAINS` → `[<domain summary>]`, a summary being
 //!   `{"name", "description"?, "member_count"}`;
 //! * `CONCEPT TYPES` / `PROPOSITION TYPES` → type names (byte order), with
@@ -24,12 +24,21 @@ use serde_json::{json, Value};
 
 /// Domains listed in the primer's map, and key concepts per domain.
 const PRIMER_DOMAINS: i64 = 200;
+/// Most domains DESCRIBE DOMAINS lists; a space with more is answered with
+/// `KIP_4002` rather than a listing cut short without a word (the command
+/// takes no LIMIT or CURSOR; the equivalent FIND pages).
+const MAX_LISTED_DOMAINS: i64 = 10_000;
 const KEY_CONCEPTS: i64 = 10;
 /// Members of a domain (newest first) among which the primer picks the most
 /// connected as key concepts: each costs two index probes (its links as
 /// subject and as object), and 25 instead of 50 took the map of 14 domains
 /// from 7.5 to 5.0 ms.
 const RECENT_MEMBERS: i64 = 25;
+/// A predicate's links counted to rank the primer's key propositions: a
+/// bounded, index-only range of `propositions_predicate_idx`, so a predicate
+/// with millions of links costs what one with a thousand does (the ones past
+/// the bound rank among themselves by name).
+const PREDICATE_USAGE_CAP: i64 = 1000;
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     let Command::Describe(d) = command else {
@@ -37,7 +46,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     match d {
         Describe::Primer => primer(ctx),
-        Describe::Domains => Ok(Outcome::new(domains(ctx, None)?)),
+        Describe::Domains => listed_domains(ctx),
         Describe::ConceptTypes { limit, cursor } => type_names(ctx, CONCEPT_TYPE, opt_lit(limit)?, opt_lit(cursor)?),
         Describe::PropositionTypes { limit, cursor } => {
             type_names(ctx, PROPOSITION_TYPE, opt_lit(limit)?, opt_lit(cursor)?)
@@ -111,15 +120,19 @@ fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<Stri
 
 /// Domain summaries in name order; with `key_concepts`, each also lists its
 /// concept types (all of them, first: an agent needs every type it may
-/// write) and then its most connected other members (for the primer's map).
+/// write) and then its most connected other members, and its predicates
+/// (all of them, the most used first) as `key_propositions` (RC10 §5.1.1:
+/// "Key Propositions"), for the primer's map.
 fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
     // Key concepts: every concept type of the domain, then the most
     // connected of its other members among the newest `RECENT_MEMBERS`
     // (highest ids, read backwards from the reverse-traversal index), so the
     // primer's cost does not grow with the size of a domain. A member's
     // degree is its links as subject plus as object, a self-link once: two
-    // index-only probes. The space's concept types and their domains are
-    // looked up once, from the (few) `$ConceptType` nodes.
+    // index-only probes. Key propositions: every predicate of the domain,
+    // ranked by its links (counted up to `PREDICATE_USAGE_CAP`), then by
+    // name. The space's definitions and their domains are looked up once,
+    // from the (few) `$ConceptType` / `$PropositionType` nodes.
     let degree = |id: &str| {
         format!(
             "((SELECT count(*) FROM kip.propositions q WHERE q.space = $1 AND q.subject = {id}) \
@@ -133,21 +146,25 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
             // read every `belongs_to_domain` link of the space and probed
             // its subject instead once another space of the table held
             // many types (6,000 probes, 11 ms, for the primer's 12 types).
-            "WITH types AS MATERIALIZED ( \
-               SELECT t.id, t.name, m.object AS domain \
-               FROM (SELECT c.id, c.name FROM kip.concepts c WHERE c.space = $1 AND c.type = '$ConceptType' OFFSET 0) t \
+            "WITH definitions AS MATERIALIZED ( \
+               SELECT t.id, t.name, t.type = '$PropositionType' AS is_predicate, m.object AS domain \
+               FROM (SELECT c.id, c.name, c.type FROM kip.concepts c WHERE c.space = $1 AND c.type IN ('$ConceptType', '$PropositionType') OFFSET 0) t \
                CROSS JOIN LATERAL (SELECT l.object FROM kip.propositions l \
                                    WHERE l.space = $1 AND l.subject = t.id AND l.predicate = 'belongs_to_domain' OFFSET 0) m) ",
             format!(
                 ", 'key_concepts', (SELECT coalesce(jsonb_agg(k.name ORDER BY k.is_type DESC, k.degree DESC, k.name COLLATE \"C\"), '[]'::jsonb) FROM ( \
-                   (SELECT t.name, true AS is_type, {type_degree} AS degree FROM types t WHERE t.domain = d.id) \
+                   (SELECT t.name, true AS is_type, {type_degree} AS degree FROM definitions t WHERE t.domain = d.id AND NOT t.is_predicate) \
                    UNION ALL \
                    (SELECT mc.name, false, {member_degree} AS degree \
                     FROM (SELECT m.subject FROM kip.propositions m \
                           WHERE m.space = $1 AND m.object = d.id AND m.predicate = 'belongs_to_domain' \
                           ORDER BY m.subject DESC LIMIT $4) recent \
-                    JOIN kip.concepts mc ON mc.id = recent.subject AND mc.type <> '$ConceptType' \
-                    ORDER BY degree DESC, mc.name COLLATE \"C\" LIMIT $3)) k)",
+                    JOIN kip.concepts mc ON mc.id = recent.subject AND mc.type NOT IN ('$ConceptType', '$PropositionType') \
+                    ORDER BY degree DESC, mc.name COLLATE \"C\" LIMIT $3)) k), \
+                 'key_propositions', (SELECT coalesce(jsonb_agg(p.name ORDER BY p.uses DESC, p.name COLLATE \"C\"), '[]'::jsonb) FROM ( \
+                   SELECT t.name, (SELECT count(*) FROM (SELECT 1 FROM kip.propositions u \
+                                                         WHERE u.space = $1 AND u.predicate = t.name LIMIT $5) used) AS uses \
+                   FROM definitions t WHERE t.domain = d.id AND t.is_predicate) p)",
                 type_degree = degree("t.id"),
                 member_degree = degree("mc.id"),
             ),
@@ -167,14 +184,30 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
         &sql,
         &[
             ctx.space.param(),
-            // The primer's map shows PRIMER_DOMAINS domains; DESCRIBE DOMAINS lists more.
-            SqlParam::Int(if key_concepts.is_some() { PRIMER_DOMAINS } else { PRIMER_DOMAINS * 50 }),
+            // The primer's map shows PRIMER_DOMAINS domains; DESCRIBE DOMAINS
+            // lists up to MAX_LISTED_DOMAINS, and reads one more to tell.
+            SqlParam::Int(if key_concepts.is_some() { PRIMER_DOMAINS } else { MAX_LISTED_DOMAINS + 1 }),
             SqlParam::Int(key_concepts.unwrap_or(0)),
             SqlParam::Int(RECENT_MEMBERS),
+            SqlParam::Int(PREDICATE_USAGE_CAP),
         ],
         Access::ReadOnly,
     )
     .map(|v| if v.is_null() { json!([]) } else { v })
+}
+
+/// DESCRIBE DOMAINS: every domain's summary, or `KIP_4002` past
+/// `MAX_LISTED_DOMAINS`.
+fn listed_domains(ctx: &Ctx) -> Result<Outcome, KipError> {
+    let listed = domains(ctx, None)?;
+    if listed.as_array().is_some_and(|a| a.len() as i64 > MAX_LISTED_DOMAINS) {
+        return Err(KipError::new(
+            ErrorCode::ResourceExhausted,
+            format!("the space holds more than {MAX_LISTED_DOMAINS} domains, more than DESCRIBE DOMAINS lists"),
+        )
+        .with_hint(r#"Page through them with FIND(?d.name) WHERE { ?d {type: "Domain"} } LIMIT 1000 and its next_cursor."#));
+    }
+    Ok(Outcome::new(listed))
 }
 
 fn primer(ctx: &Ctx) -> Result<Outcome, KipError> {

@@ -4,7 +4,10 @@
 //! Beyond the syntax and the parameters it checks what a run would refuse
 //! before touching an element: the rules of an UPSERT that need no
 //! database (reserved metadata keys, handles, names of new definitions),
-//! the literal ids and REGEX patterns of every pattern, and, when the space
+//! the literal ids and REGEX patterns of every pattern; the compilation of
+//! every FIND, EXPORT, UPDATE and DELETE pattern, with its literal ids taken
+//! to exist (unbound variables, FILTER and ORDER BY errors, a target that
+//! binds a predicate); the signature of a CURSOR token; and, when the space
 //! exists and the caller may read it, that every type and predicate an
 //! UPSERT uses is registered (`KIP_2001` with its "did you mean" hint). A
 //! dry run checks no privilege to refuse it: a caller that may not read the
@@ -17,7 +20,14 @@ use crate::exec::{known, spi, subxact, Access};
 use crate::governance::access::{self, Privilege};
 use crate::resolve::{self, registry};
 use crate::space::Space;
-use kip_lang::ast::{Command, Script};
+use crate::compile::bound::opt_lit;
+use crate::compile::env::Env;
+use crate::compile::export;
+use crate::compile::find::compile_find;
+use crate::compile::kml_match::targets_sql;
+use crate::exec::cursor;
+use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
+use kip_lang::ast::{Bindable, Command, Delete, Describe, Script};
 use kip_lang::KipError;
 use serde_json::json;
 
@@ -26,6 +36,7 @@ pub(super) fn outcome(script: &Script, space: &Space) -> Result<Outcome, KipErro
     for command in &script.commands {
         upsert::check_statically(command)?;
         resolve::check_pattern_literals(limits::where_clauses(command))?;
+        compiles(command, space)?;
     }
     let needed = upsert::requirements(&script.commands)?;
     if !needed.is_empty() {
@@ -38,6 +49,43 @@ pub(super) fn outcome(script: &Script, space: &Space) -> Result<Outcome, KipErro
         })?;
     }
     Ok(passed(script))
+}
+
+/// The errors compiling `command` would meet, and its CURSOR token's; no
+/// element is read (`resolve::assumed_facts`).
+fn compiles(command: &Command, space: &Space) -> Result<(), KipError> {
+    let facts = resolve::assumed_facts();
+    let env = Env { space: space.name(), limits: resolve::limits(), facts: &facts };
+    let token_of = |token: &Option<Bindable<String>>, shape: &dyn Fn() -> String| -> Result<(), KipError> {
+        match opt_lit(token)? {
+            Some(token) => cursor::decode_resume(&shape(), &token).map(drop),
+            None => Ok(()),
+        }
+    };
+    match command {
+        Command::Find(q) => {
+            token_of(&q.cursor, &|| cursor::query_shape(space, command))?;
+            compile_find(q, env, limits::page_size(opt_lit(&q.limit)?), 0, None).map(drop)
+        }
+        Command::Export(e) => {
+            token_of(&e.cursor, &|| cursor::query_shape(space, command))?;
+            export::page_sql(&e.where_clauses, &e.target, env, 0, limits::page_size(opt_lit(&e.limit)?)).map(drop)
+        }
+        Command::Update(u) => targets_sql(&u.where_clauses, env, &u.target, None).map(drop),
+        Command::Delete(
+            Delete::Attributes { target, where_clauses, .. }
+            | Delete::Metadata { target, where_clauses, .. }
+            | Delete::Propositions { target, where_clauses }
+            | Delete::Concept { target, where_clauses },
+        ) => targets_sql(where_clauses, env, target, None).map(drop),
+        Command::Describe(Describe::ConceptTypes { cursor: token, .. }) => {
+            token_of(token, &|| cursor::shape(space, &format!("DESCRIBE {CONCEPT_TYPE}")))
+        }
+        Command::Describe(Describe::PropositionTypes { cursor: token, .. }) => {
+            token_of(token, &|| cursor::shape(space, &format!("DESCRIBE {PROPOSITION_TYPE}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Whether the space exists and the caller may read it.

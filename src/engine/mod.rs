@@ -95,19 +95,17 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         return (envelope::single(dry_run::outcome(&script, space)), false);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
-    if is_kml {
+    let kml_marks = if is_kml {
         if let Err(e) = grant.require(Privilege::Write) {
             return (envelope::single(Err(e)), true);
         }
-        crate::governance::history::tag_command(Some(&cmd.command));
-        crate::exec::element_size::kml_running(true);
-    }
+        Some(KmlMarks::set(&cmd.command))
+    } else {
+        None
+    };
     let ctx = Ctx::for_text(space.clone(), access, &cmd.command);
     let outcome = run_isolated(|| execute_script(&script, &ctx));
-    if is_kml {
-        crate::governance::history::tag_command(None);
-        crate::exec::element_size::kml_running(false);
-    }
+    drop(kml_marks);
     // A batch stops at its first failed KML command, and where the calling
     // statement's statement_timeout expired: Postgres fires that timer
     // once, and the commands after it would run without it.
@@ -118,6 +116,30 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
     (envelope::single(outcome), stop)
 }
 
+/// The marks a KML command sets while it runs: the history's command tag
+/// and the element-size check (`exec::element_size`). Both are cleared
+/// when this guard goes, also when the command ends in an error Postgres
+/// raises past kip (a user's cancel), which unwinds through here: the marks
+/// are keyed on the top-level transaction, which outlives a `ROLLBACK TO`,
+/// and plain SQL after it would be tagged as the cancelled command and
+/// checked as KML.
+struct KmlMarks;
+
+impl KmlMarks {
+    fn set(command: &str) -> KmlMarks {
+        crate::governance::history::tag_command(Some(command));
+        crate::exec::element_size::kml_running(true);
+        KmlMarks
+    }
+}
+
+impl Drop for KmlMarks {
+    fn drop(&mut self) {
+        crate::governance::history::tag_command(None);
+        crate::exec::element_size::kml_running(false);
+    }
+}
+
 /// Run a command's `body` in its own subtransaction, within the command's
 /// time budget (`kip.command_timeout`), again when it hit a conflict that
 /// rolling it back resolved.
@@ -126,8 +148,12 @@ fn run_isolated(body: impl Fn() -> Result<Outcome, KipError>) -> Result<Outcome,
     // back released every row lock of the cycle: when the transaction had
     // written nothing before the command (one that had keeps those rows
     // locked, and the same cycle would form again, a deadlock check later).
+    // Nor under REPEATABLE READ or SERIALIZABLE, whose snapshot, taken at
+    // the transaction's first statement, would show every attempt the
+    // same conflict.
     // SAFETY: reads this backend's transaction state.
-    let may_retry = unsafe { pgrx::pg_sys::GetTopTransactionIdIfAny() } == pgrx::pg_sys::TransactionId::INVALID;
+    let may_retry = unsafe { pgrx::pg_sys::GetTopTransactionIdIfAny() } == pgrx::pg_sys::TransactionId::INVALID
+        && !pg_error::uses_transaction_snapshot();
     let _budget = budget::arm();
     let mut attempt = 1;
     loop {

@@ -61,13 +61,38 @@ pub struct Resume {
     pub walk: Option<u64>,
 }
 
+thread_local! {
+    /// The key read last, and the oid of the `kip.instance_secrets` it was
+    /// read from.
+    static KEY: std::cell::Cell<Option<(pgrx::pg_sys::Oid, (u64, u64))>> = const { std::cell::Cell::new(None) };
+}
+
+/// The oid of `kip.instance_secrets`, `InvalidOid` without it: two
+/// syscache lookups.
+fn secrets_table() -> pgrx::pg_sys::Oid {
+    // SAFETY: catalog cache lookups by name; `missing_ok` keeps a missing
+    // schema from raising.
+    unsafe {
+        let namespace = pgrx::pg_sys::get_namespace_oid(c"kip".as_ptr(), true);
+        if namespace == pgrx::pg_sys::InvalidOid {
+            return pgrx::pg_sys::InvalidOid;
+        }
+        pgrx::pg_sys::get_relname_relid(c"instance_secrets".as_ptr(), namespace)
+    }
+}
+
 /// The SipHash key: this database's random cursor secret
 /// (`kip.instance_secrets`, created with the extension), read once per
-/// backend (a backend serves one database).
+/// backend (a backend serves one database) and read again when the table
+/// is another one: `DROP EXTENSION kip; CREATE EXTENSION kip` makes a new
+/// secret, and a backend that kept the old one would issue tokens no other
+/// backend accepts.
 fn key() -> Result<(u64, u64), KipError> {
-    static KEY: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
-    if let Some(k) = KEY.get() {
-        return Ok(*k);
+    let table = secrets_table();
+    if let Some((read_from, k)) = KEY.get() {
+        if read_from == table {
+            return Ok(k);
+        }
     }
     // Until `ALTER EXTENSION kip UPDATE` has created the secret (a 0.1.0
     // schema under this library), tokens use the 0.1.0 key, uncached.
@@ -85,7 +110,9 @@ fn key() -> Result<(u64, u64), KipError> {
             .with_hint("Reinstall the extension (DROP EXTENSION kip; CREATE EXTENSION kip) or restore kip.instance_secrets."));
     }
     let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
-    Ok(*KEY.get_or_init(|| (word(0), word(8))))
+    let k = (word(0), word(8));
+    KEY.set(Some((table, k)));
+    Ok(k)
 }
 
 /// The key of kip 0.1.0, derived from the database oid: used only while the

@@ -8,6 +8,14 @@ use pgrx::PgSqlErrorCode;
 /// How a deadlock or serialization failure starts its message.
 const CONFLICT: &str = "concurrent update conflict";
 
+/// Whether the transaction reads one snapshot throughout (REPEATABLE READ
+/// or SERIALIZABLE): a command that conflicted then conflicts again however
+/// often it runs, until the transaction starts over.
+pub fn uses_transaction_snapshot() -> bool {
+    // SAFETY: reads this backend's isolation level.
+    unsafe { pgrx::pg_sys::XactIsoLevel >= pgrx::pg_sys::XACT_REPEATABLE_READ as i32 }
+}
+
 /// Whether `e` reports a deadlock or serialization failure: the command's
 /// subtransaction rolled back (releasing its locks), so running it again
 /// may succeed.
@@ -100,8 +108,14 @@ pub fn classify(caught: CaughtError) -> Caught {
         ERRCODE_INSUFFICIENT_PRIVILEGE => KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
             .with_hint("A role uses kip as a member of kip_reader (to read) or kip_writer (to write), with a grant on the space: GRANT kip_writer TO <role>; SELECT kip_grant('<space>', '<role>', 'write');"),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {
-            KipError::new(ErrorCode::InternalError, format!("{CONFLICT}: {message}"))
-                .with_hint("Retry the command; inside a transaction that wrote before it, roll back and retry the transaction.")
+            // Under REPEATABLE READ or SERIALIZABLE every later command of
+            // the transaction reads the same snapshot and fails the same way.
+            let hint = if uses_transaction_snapshot() {
+                "Roll back the transaction and run it again: under REPEATABLE READ or SERIALIZABLE the command fails again until then."
+            } else {
+                "Retry the command; inside a transaction that wrote before it, roll back and retry the transaction."
+            };
+            KipError::new(ErrorCode::InternalError, format!("{CONFLICT}: {message}")).with_hint(hint)
         }
         _ => KipError::new(ErrorCode::InternalError, format!("internal database error ({code:?}): {message}"))
             .with_hint("Retry later; if it persists, report it with the command that caused it."),

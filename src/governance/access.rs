@@ -110,6 +110,17 @@ pub fn grant(space: &Space) -> Result<Grant, KipError> {
     Ok(Grant { privilege, role: current_role_name(), space: space.clone() })
 }
 
+/// The spaces the current role may write, `None` when it may write every
+/// space (a superuser, a `kip_admin` member, or a database without the
+/// governance objects).
+pub fn writable_spaces() -> Result<Option<Vec<String>>, KipError> {
+    // SAFETY: reads the session's current user id; no side effects.
+    if unsafe { pgrx::pg_sys::superuser() } || !governed()? || privileges::is_admin() {
+        return Ok(None);
+    }
+    Ok(Some(privileges::granted_spaces(&["write", "admin"])?))
+}
+
 /// [`grant`]'s answer when it takes no query: a superuser's, a
 /// `kip_admin`'s once the governance objects are known to exist, or a
 /// granted role's from the answers the backend remembers

@@ -110,6 +110,13 @@ pub fn find_facts(space: &Space, clauses: &[WhereClause]) -> Result<Facts, KipEr
     facts_of(space, clauses, Access::ReadOnly, Some(checks))
 }
 
+/// The facts a dry run compiles a command with: every literal id taken to
+/// exist, the space small enough for an unanchored scan. Nothing is read;
+/// what the statement would find is left to the run.
+pub fn assumed_facts() -> Facts {
+    Facts { assume_literals_exist: true, unanchored_over_cap: Some(false), ..Facts::default() }
+}
+
 /// `KIP_1001` for a malformed literal id or an invalid literal REGEX of the
 /// pattern, as resolving it for a run reports them; no data is read.
 pub fn check_pattern_literals(clauses: &[WhereClause]) -> Result<(), KipError> {

@@ -6,9 +6,11 @@
 //!   k / (k + 1) ≈ 0.984 for an element ranked first by both, and stays
 //!   below 1.
 //! * **Weighted** (`kip.hybrid_fusion = 'weighted'`): each list's scores are
-//!   min–max normalised over the query's hits, then 0.7 × semantic +
-//!   0.3 × keyword, scaled by the same k / (k + 1), so both methods share
-//!   one range and a perfect hit scores the same.
+//!   divided by its best score, then 0.7 × semantic + 0.3 × keyword, scaled
+//!   by the same k / (k + 1), so both methods share one range and a perfect
+//!   hit scores the same. (Min–max normalisation, as first built, gave each
+//!   list's weakest hit 0: a hit only that list found fused to 0 and was
+//!   dropped.)
 //!
 //! Two rules keep the fusion honest:
 //! * a keyword hit takes part only if its keyword score reaches
@@ -65,11 +67,11 @@ pub fn fuse(keyword: &[Hit], semantic: &[Hit], method: Fusion) -> Vec<Hit> {
             scores.values_mut().for_each(|s| *s *= RRF_K / 2.0);
         }
         Fusion::Weighted => {
-            for (hit, normalised) in keyword.iter().zip(min_max(&keyword)) {
+            for (hit, normalised) in keyword.iter().zip(scaled_to_best(&keyword)) {
                 let weight = if hit.unembedded { KEYWORD_WEIGHT + SEMANTIC_WEIGHT } else { KEYWORD_WEIGHT };
                 *scores.entry(hit.id).or_default() += weight * normalised;
             }
-            for (hit, normalised) in semantic.iter().zip(min_max(semantic)) {
+            for (hit, normalised) in semantic.iter().zip(scaled_to_best(semantic)) {
                 *scores.entry(hit.id).or_default() += SEMANTIC_WEIGHT * normalised;
             }
             scores.values_mut().for_each(|s| *s *= ceiling());
@@ -103,14 +105,12 @@ pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit]
     fused.into_iter().filter(|h| evidence.get(&h.id).is_some_and(|e| *e >= threshold)).collect()
 }
 
-/// Scores rescaled to [0, 1] over the list: its best hit 1, its worst 0
-/// (every hit 1 when they are all equal).
-fn min_max(list: &[Hit]) -> Vec<f64> {
+/// Scores rescaled to (0, 1] over the list: its best hit 1, the others in
+/// proportion, so every hit with a positive score keeps a positive share
+/// (every hit 1 when the best is not positive).
+fn scaled_to_best(list: &[Hit]) -> Vec<f64> {
     let max = list.iter().map(|h| h.score).fold(f64::NEG_INFINITY, f64::max);
-    let min = list.iter().map(|h| h.score).fold(f64::INFINITY, f64::min);
-    list.iter()
-        .map(|h| if max > min { (h.score - min) / (max - min) } else { 1.0 })
-        .collect()
+    list.iter().map(|h| if max > 0.0 { (h.score / max).clamp(0.0, 1.0) } else { 1.0 }).collect()
 }
 
 #[cfg(test)]
@@ -147,10 +147,23 @@ mod tests {
         let sem = vec![hit(2, 0.6), hit(1, 0.2)];
         let fused = fuse(&kw, &sem, Fusion::Weighted);
         assert_eq!(fused[0].id, 2);
-        assert!((fused[0].score - 0.7 * ceiling()).abs() < 1e-12);
-        assert!((fused[1].score - 0.3 * ceiling()).abs() < 1e-12);
+        // 2: 0.7 × 0.6/0.6 + 0.3 × 0.2/0.9; 1: 0.7 × 0.2/0.6 + 0.3 × 0.9/0.9.
+        assert!((fused[0].score - (0.7 + 0.3 * 0.2 / 0.9) * ceiling()).abs() < 1e-12);
+        assert!((fused[1].score - (0.7 * 0.2 / 0.6 + 0.3) * ceiling()).abs() < 1e-12);
         let both = fuse(&kw[..1], &sem[..1].iter().map(|h| Hit { id: 1, ..*h }).collect::<Vec<_>>(), Fusion::Weighted);
         assert!(both[0].score < 1.0);
+    }
+
+    #[test]
+    fn weighted_keeps_a_hit_only_one_list_found() {
+        // 3 is only the keyword list's, and its weakest; 4 only the semantic one's.
+        let kw = vec![hit(1, 0.9), hit(3, 0.65)];
+        let sem = vec![hit(1, 0.8), hit(4, 0.5)];
+        let fused = fuse(&kw, &sem, Fusion::Weighted);
+        for id in [3, 4] {
+            let h = fused.iter().find(|h| h.id == id).unwrap_or_else(|| panic!("{id} lost: {fused:?}"));
+            assert!(h.score > 0.0, "{fused:?}");
+        }
     }
 
     #[test]

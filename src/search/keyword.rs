@@ -465,6 +465,9 @@ fn propositions_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String,
              AND (lower(p.name) IN (lower({term}), lower(replace({term}, ' ', '_')))
                   OR (length({term}) >= 3 AND p.name ILIKE {like})
                   OR EXISTS (SELECT 1 FROM idf i WHERE p.search_text @@ i.tq))
+           -- The best 50: an exact name must not lose its place to other
+           -- definitions that merely share a word with the term.
+           ORDER BY score DESC, p.name COLLATE \"C\"
            LIMIT 50
          ),
          primary_cand AS MATERIALIZED (

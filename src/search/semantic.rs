@@ -9,8 +9,12 @@
 //!   (`hnsw.iterative_scan = relaxed_order`), so filtering by space, kind and
 //!   WITH TYPE keeps scanning the graph until enough rows pass the filter
 //!   instead of returning fewer; `hnsw.ef_search` is twice the depth asked
-//!   (at least the role's minimum, `EF_SEARCH_MIN_*`), or the session's own `hnsw.ef_search` when larger. Both
-//!   settings are changed for this statement only and restored after it.
+//!   (at least the role's minimum, `EF_SEARCH_MIN_*`), or the session's own
+//!   `hnsw.ef_search` when larger, and the scan may visit at least
+//!   `MAX_SCAN_TUPLES_MIN` index tuples before it gives up. The settings are
+//!   changed for this statement only and restored after it. The scan's rows
+//!   come only roughly in order, so it reads twice the depth and keeps the
+//!   best.
 //!
 //! Elements not embedded yet (`embedding IS NULL`) are not candidates here;
 //! hybrid SEARCH still finds them through its keyword half.
@@ -71,16 +75,21 @@ pub fn search(q: &Query, vector: &[f32], k: i64, role: Role, ctx: &Ctx) -> Resul
     let distance = format!("(e.embedding {} {vector_param})", extensions::vector_op("<=>")?);
     // `+ 0` hides the distance from the HNSW index: the exact plan sorts.
     let order = if exact { format!("{distance} + 0") } else { distance.clone() };
-    let limit = params.int(k.max(1));
+    let k = k.max(1);
+    // The index scan returns its rows only roughly in order
+    // (`relaxed_order`): it reads twice the depth, of which the k best stay.
+    let depth = params.int(if exact { k } else { k.saturating_mul(2) });
+    let limit = params.int(k);
     let sql = format!(
         "SELECT n.id, n.sim FROM (
            SELECT e.id, (1 - {distance})::float8 AS sim
            FROM {table} e
            WHERE e.space = {space} AND e.embedding IS NOT NULL {type_filter}
            ORDER BY {order}
-           LIMIT {limit}
+           LIMIT {depth}
          ) n
-         ORDER BY n.sim DESC, n.id"
+         ORDER BY n.sim DESC, n.id
+         LIMIT {limit}"
     );
     let rows = if exact {
         spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::Custom)?
@@ -162,32 +171,47 @@ fn ef_search(k: i64, role: Role) -> i64 {
     (2 * k).clamp(min, 1000)
 }
 
-/// Run `body` with pgvector's iterative HNSW scan on and `ef_search` sized
+/// The fewest index tuples the iterative scan may visit before it stops
+/// (`hnsw.max_scan_tuples`, 20,000 by default). The index holds every
+/// space's vectors: a space's query scans past the other spaces' nearer
+/// vectors until enough of its own pass the filter, and pgvector's default
+/// stopped inside a neighbouring space of 40,000 near-duplicates, returning
+/// 8 hits of 10 while the space held hundreds more. A scan that long is
+/// still bounded by `kip.command_timeout`.
+const MAX_SCAN_TUPLES_MIN: i64 = 1_000_000;
+
+/// Run `body` with pgvector's iterative HNSW scan on, `ef_search` sized
 /// for `k` (twice the depth, at least the role's minimum, or the session's `hnsw.ef_search`
-/// when that is larger: the knob for more recall), then put both settings
-/// back as they were.
+/// when that is larger: the knob for more recall) and `max_scan_tuples` at
+/// least `MAX_SCAN_TUPLES_MIN`, then put the settings back as they were.
 fn with_iterative_scan<T>(k: i64, role: Role, ctx: &Ctx, body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
     let ef_search = ef_search(k, role);
-    // The first column reads the old values before the later ones set the
+    // The first columns read the old values before the later ones set the
     // new (a target list is evaluated left to right); `'[1]'::vector` makes
     // sure pgvector, and so its settings, are loaded.
     let vector = extensions::vector_type()?;
     let old = spi::query(
         &format!(
             "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'),
+                    current_setting('hnsw.max_scan_tuples'),
                     set_config('hnsw.ef_search', greatest($1, current_setting('hnsw.ef_search')::int)::text, true),
-                    set_config('hnsw.iterative_scan', 'relaxed_order', true)
+                    set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                    set_config('hnsw.max_scan_tuples', greatest($2, current_setting('hnsw.max_scan_tuples')::int)::text, true)
              FROM (SELECT '[1]'::{vector}) AS loaded"
         ),
-        &[SqlParam::Int(ef_search)],
+        &[SqlParam::Int(ef_search), SqlParam::Int(MAX_SCAN_TUPLES_MIN)],
         ctx.access,
     )?;
     let restore = |row: &[serde_json::Value]| -> Result<(), KipError> {
-        let old_ef = row.first().and_then(|v| v.as_str()).unwrap_or("40").to_string();
-        let old_scan = row.get(1).and_then(|v| v.as_str()).unwrap_or("off").to_string();
+        let setting = |i: usize, default: &str| row.get(i).and_then(|v| v.as_str()).unwrap_or(default).to_string();
         spi::query(
-            "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)",
-            &[SqlParam::Text(old_ef), SqlParam::Text(old_scan)],
+            "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true),
+                    set_config('hnsw.max_scan_tuples', $3, true)",
+            &[
+                SqlParam::Text(setting(0, "40")),
+                SqlParam::Text(setting(1, "off")),
+                SqlParam::Text(setting(2, "20000")),
+            ],
             ctx.access,
         )?;
         Ok(())
