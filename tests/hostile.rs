@@ -412,6 +412,22 @@ fn a_batch_stops_where_the_statement_timeout_expired() {
     assert_eq!(err_code(&items[0]), "KIP_4001", "{out}");
     assert!(message(&items[0]).contains("statement timeout"), "{out}");
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+
+    // One statement calling kip on several rows: the calls after the one
+    // that met the timeout are answered KIP_4001 at once, not run unbounded.
+    c.batch_execute("SET statement_timeout = '500ms'; SET kip.command_timeout = '30s'").unwrap();
+    let started = std::time::Instant::now();
+    let rows = c.query("SELECT kip_execute($1::text, '{}'::jsonb) FROM generate_series(1, 3)", &[&slow]).unwrap();
+    c.batch_execute("RESET statement_timeout; RESET kip.command_timeout").unwrap();
+    let answers: Vec<Value> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(answers.len(), 3);
+    for answer in &answers {
+        assert_eq!(err_code(answer), "KIP_4001", "{answers:?}");
+    }
+    assert!(message(&answers[1]).contains("an earlier command of this statement"), "{answers:?}");
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    // The next statement runs as usual.
+    assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} }"#, json!({}))), json!(300));
 }
 
 #[test]

@@ -122,6 +122,7 @@ fn search_with_vector(
             .with_hint("Write to it once with kip_execute, or call kip_create_space(name)."));
     }
     let ctx = crate::exec::Ctx::new(space, Access::ReadOnly);
+    crate::exec::pg_error::statement_expired()?;
     // Within kip.command_timeout, as every command of kip_execute.
     let _budget = crate::exec::budget::arm();
     embed::with_external_query(vector, || subxact::run_isolated(|| engine::execute_script(&script, &ctx)))

@@ -56,7 +56,12 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
                 .with_hint("A concurrent command deleted or merged it away; run the MERGE again to see the current state.")
         })
     };
-    let source = node(source_id, &merge.source)?;
+    // A source a concurrent MERGE of the same pair took away while this
+    // one waited for its lock: say it was merged, as a replay is told.
+    let source = node(source_id, &merge.source).map_err(|e| match e.code {
+        ErrorCode::NotFound => explain_missing(merge, ctx, e),
+        _ => e,
+    })?;
     let target = node(target_id, &merge.target)?;
     if source.type_name != target.type_name {
         return Err(KipError::new(

@@ -76,6 +76,9 @@ fn pause_before_retry(attempt: u32) {
 
 /// Run one command text; returns its envelope and whether a batch must stop.
 fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Doc, bool) {
+    if let Err(e) = pg_error::statement_expired() {
+        return (envelope::single(Err(e)), true);
+    }
     let access = if mode == Mode::ReadOnly { Access::ReadOnly } else { Access::ReadWrite };
     // A FIND sent again goes straight to its template (`templates::direct`).
     if !dry_run {

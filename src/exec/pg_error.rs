@@ -33,6 +33,38 @@ pub fn is_statement_timeout(e: &KipError) -> bool {
     e.code == ErrorCode::ExecutionTimeout && e.message.starts_with(STATEMENT_TIMEOUT)
 }
 
+thread_local! {
+    /// The statement (local transaction, start time) whose
+    /// `statement_timeout` a command reported as `KIP_4001`.
+    static EXPIRED_STATEMENT: std::cell::Cell<Option<(u32, pg_sys::TimestampTz)>> = const { std::cell::Cell::new(None) };
+}
+
+/// The calling statement: its transaction and its start.
+fn current_statement() -> (u32, pg_sys::TimestampTz) {
+    // SAFETY: reads this backend's own PGPROC and statement start time.
+    unsafe { ((*pg_sys::MyProc).lxid, pg_sys::GetCurrentStatementStartTimestamp()) }
+}
+
+fn mark_statement_expired() {
+    EXPIRED_STATEMENT.with(|s| s.set(Some(current_statement())));
+}
+
+/// `KIP_4001` when a command of the calling statement already met its
+/// `statement_timeout`. Postgres fires that timer once, and kip answered it
+/// with an envelope: a statement calling kip on many rows (`SELECT
+/// kip_execute(c) FROM queue`) would run every later call without a limit,
+/// so each is answered so instead.
+pub fn statement_expired() -> Result<(), KipError> {
+    match EXPIRED_STATEMENT.with(|s| s.get()) {
+        Some(marked) if marked == current_statement() => Err(KipError::new(
+            ErrorCode::ExecutionTimeout,
+            format!("{STATEMENT_TIMEOUT}: an earlier command of this statement reached its statement_timeout"),
+        )
+        .with_hint("Run the remaining commands in a statement of their own, or raise statement_timeout.")),
+        _ => Ok(()),
+    }
+}
+
 /// What to do with an error caught while running one KIP command.
 pub enum Caught {
     /// Report it to the caller as a KIP error envelope.
@@ -56,6 +88,7 @@ pub fn classify(caught: CaughtError) -> Caught {
         )
         .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise kip.command_timeout (SET kip.command_timeout = '2min')."),
         ERRCODE_QUERY_CANCELED if message.contains("statement timeout") => {
+            mark_statement_expired();
             KipError::new(ErrorCode::ExecutionTimeout, format!("{STATEMENT_TIMEOUT}: {message}"))
                 .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise statement_timeout.")
         }

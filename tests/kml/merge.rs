@@ -107,3 +107,36 @@ fn merge_requires_one_concept_per_side_and_unprotected_nodes() {
     assert_eq!(fails(&mut c, r#"MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Domain", name: "Unsorted"} ?t {type: "Domain", name: "Archived"} }"#), "KIP_3004");
     assert!(exists(&mut c, "Person", "alice"));
 }
+
+/// Of two identical MERGEs racing, the one that waited for the other's
+/// locks says the source was already merged (RC10 §4.4), not merely that
+/// it no longer exists.
+#[test]
+fn the_loser_of_two_racing_merges_says_already_merged() {
+    let mut first = medical("mrg_race");
+    let space: String = first.query_one("SELECT current_setting('kip.space')", &[]).unwrap().get(0);
+    run(&mut first, r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} } CONCEPT ?b { {type: "Drug", name: "B"} } }"#);
+    first.batch_execute("BEGIN").unwrap();
+    run(&mut first, &merge("A", "B"));
+    let mut second = kip_integration_tests::connect();
+    kip_integration_tests::use_space(&mut second, &space);
+    let pid: i32 = second.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    let call = std::thread::spawn(move || kip_integration_tests::kip(&mut second, &merge("A", "B"), json!({})));
+    // Commit the first once the second waits for its locks.
+    let mut watcher = kip_integration_tests::connect();
+    let waited = (0..400).any(|_| {
+        let waiting: bool = watcher
+            .query_one("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')", &[&pid])
+            .unwrap()
+            .get(0);
+        if !waiting {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        waiting
+    });
+    first.batch_execute("COMMIT").unwrap();
+    let out = call.join().unwrap();
+    assert!(waited, "the second MERGE never waited for the first's locks: {out}");
+    assert_eq!(out["error"]["code"], "KIP_3002", "{out}");
+    assert!(out["error"]["hint"].as_str().unwrap().contains("already happened"), "{out}");
+}
