@@ -15,23 +15,37 @@
 -- text that is gone.
 
 -- Concepts: "<type>: <name>", then aliases, description and the salient
--- text attributes an agent writes (an Event's content_summary, a summary).
+-- text attributes an agent writes (an Event's content_summary, a summary;
+-- an Experience's or a Skill's goal, outcome, states, context, conditions,
+-- procedure and failure signals, as RC11's Experience profile asks: every
+-- string inside them, in that order).
 -- Capped at 2,000 characters: the model reads at most 256 tokens anyway.
+-- Every function and operator whose name a schema on the caller's
+-- search_path could also hold with a closer signature is written with its
+-- schema (the body is inlined into the caller's query, under its path).
 CREATE FUNCTION kip.concept_grounding_text(p_type text, p_name text, p_attributes jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT left(concat_ws('. ',
-        p_type || ': ' || p_name,
-        CASE WHEN jsonb_typeof(p_attributes -> 'aliases') = 'array'
-                  AND jsonb_array_length(p_attributes -> 'aliases') > 0
-             THEN 'Also known as ' || (SELECT string_agg(a.alias, ', ')
-                                       FROM jsonb_array_elements_text(p_attributes -> 'aliases') AS a(alias)) END,
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
+        p_type OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) p_name,
+        CASE WHEN pg_catalog.jsonb_typeof(p_attributes -> 'aliases') = 'array'
+                  AND pg_catalog.jsonb_array_length(p_attributes -> 'aliases') > 0
+             THEN 'Also known as ' OPERATOR(pg_catalog.||)
+                  (SELECT pg_catalog.string_agg(a.alias, ', ')
+                   FROM pg_catalog.jsonb_array_elements_text(p_attributes -> 'aliases') AS a(alias)) END,
         nullif(p_attributes ->> 'description', ''),
         nullif(p_attributes ->> 'content_summary', ''),
-        nullif(p_attributes ->> 'summary', '')
+        nullif(p_attributes ->> 'summary', ''),
+        (SELECT pg_catalog.string_agg(s.text, '. ' ORDER BY k.ord)
+         FROM pg_catalog.unnest(ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
+                                      'procedure', 'failure_signals', 'applicability_context']) WITH ORDINALITY AS k(key, ord),
+              LATERAL (SELECT pg_catalog.string_agg(v #>> '{}', ' ') AS text
+                       FROM pg_catalog.jsonb_path_query(p_attributes -> k.key, 'strict $.**') AS v
+                       WHERE pg_catalog.jsonb_typeof(v) = 'string' AND v #>> '{}' <> '') s
+         WHERE s.text IS NOT NULL)
     ), 2000)
 $$;
 COMMENT ON FUNCTION kip.concept_grounding_text(text, text, jsonb) IS
-    'The text a concept is embedded from: type, name, aliases, description, content_summary, summary';
+    'The text a concept is embedded from: type, name, aliases, description, content_summary, summary, and an Experience''s or Skill''s goal, outcome, states, context, conditions, procedure and failure signals';
 
 -- How an endpoint reads inside a proposition's text: a concept by its name,
 -- a proposition (higher-order link) by its predicate.
@@ -48,9 +62,9 @@ $$;
 CREATE FUNCTION kip.proposition_grounding_text(p_space text, p_subject bigint, p_predicate text,
                                                p_object bigint, p_attributes jsonb) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT left(concat_ws('. ',
-        concat_ws(' ', kip.endpoint_label(p_space, p_subject), replace(p_predicate, '_', ' '),
-                       kip.endpoint_label(p_space, p_object)),
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
+        pg_catalog.concat_ws(' ', kip.endpoint_label(p_space, p_subject), pg_catalog.replace(p_predicate, '_', ' '),
+                                  kip.endpoint_label(p_space, p_object)),
         nullif(p_attributes ->> 'description', '')
     ), 2000)
 $$;

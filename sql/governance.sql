@@ -113,6 +113,25 @@ CREATE POLICY spaces_update ON kip.spaces FOR UPDATE
 CREATE POLICY spaces_drop ON kip.spaces FOR DELETE
     USING ((SELECT kip.is_admin()) OR name = ANY ((SELECT kip.administered_spaces())::text[]));
 
+-- Renaming a space moves its whole memory to the new name: like dropping it
+-- (admins only) and taking it over. It takes admin on both names (or
+-- kip_admin); the update policy alone let any writer of a space move it
+-- into one the writer administers.
+CREATE FUNCTION kip.check_space_rename() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NEW.name IS DISTINCT FROM OLD.name AND NOT (kip.is_admin()
+       OR (OLD.name = ANY (kip.administered_spaces()) AND NEW.name = ANY (kip.administered_spaces()))) THEN
+        RAISE EXCEPTION 'kip: renaming memory space % to % takes admin on both names', quote_literal(OLD.name), quote_literal(NEW.name)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Ask an admin of both spaces, or a member of kip_admin, to rename it.';
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without admin on both names (kip internal)';
+CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name ON kip.spaces
+    FOR EACH ROW EXECUTE FUNCTION kip.check_space_rename();
+
 ALTER TABLE kip.concepts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY concepts_read ON kip.concepts FOR SELECT
     USING ((SELECT kip.is_admin()) OR space = ANY ((SELECT kip.readable_spaces())::text[]));

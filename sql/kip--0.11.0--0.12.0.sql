@@ -278,3 +278,87 @@ BEGIN
                            FROM kip.propositions p WHERE p.id = ANY (restored)));
 END;
 $$;
+
+-- Renaming a space moves its whole memory to the new name: like dropping it
+-- (admins only) and taking it over. It takes admin on both names (or
+-- kip_admin); the update policy alone let any writer of a space move it
+-- into one the writer administers.
+CREATE FUNCTION kip.check_space_rename() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NEW.name IS DISTINCT FROM OLD.name AND NOT (kip.is_admin()
+       OR (OLD.name = ANY (kip.administered_spaces()) AND NEW.name = ANY (kip.administered_spaces()))) THEN
+        RAISE EXCEPTION 'kip: renaming memory space % to % takes admin on both names', quote_literal(OLD.name), quote_literal(NEW.name)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Ask an admin of both spaces, or a member of kip_admin, to rename it.';
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without admin on both names (kip internal)';
+CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name ON kip.spaces
+    FOR EACH ROW EXECUTE FUNCTION kip.check_space_rename();
+
+-- The text a concept is embedded from takes in the salient attributes of
+-- RC11's Experience and Skill; functions inlined into callers' queries name
+-- the schema of every built-in a closer match elsewhere could take over
+-- (see sql/embedding.sql, sql/schema.sql).
+-- Concepts: "<type>: <name>", then aliases, description and the salient
+-- text attributes an agent writes (an Event's content_summary, a summary;
+-- an Experience's or a Skill's goal, outcome, states, context, conditions,
+-- procedure and failure signals, as RC11's Experience profile asks: every
+-- string inside them, in that order).
+-- Capped at 2,000 characters: the model reads at most 256 tokens anyway.
+-- Every function and operator whose name a schema on the caller's
+-- search_path could also hold with a closer signature is written with its
+-- schema (the body is inlined into the caller's query, under its path).
+CREATE OR REPLACE FUNCTION kip.concept_grounding_text(p_type text, p_name text, p_attributes jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
+        p_type OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) p_name,
+        CASE WHEN pg_catalog.jsonb_typeof(p_attributes -> 'aliases') = 'array'
+                  AND pg_catalog.jsonb_array_length(p_attributes -> 'aliases') > 0
+             THEN 'Also known as ' OPERATOR(pg_catalog.||)
+                  (SELECT pg_catalog.string_agg(a.alias, ', ')
+                   FROM pg_catalog.jsonb_array_elements_text(p_attributes -> 'aliases') AS a(alias)) END,
+        nullif(p_attributes ->> 'description', ''),
+        nullif(p_attributes ->> 'content_summary', ''),
+        nullif(p_attributes ->> 'summary', ''),
+        (SELECT pg_catalog.string_agg(s.text, '. ' ORDER BY k.ord)
+         FROM pg_catalog.unnest(ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
+                                      'procedure', 'failure_signals', 'applicability_context']) WITH ORDINALITY AS k(key, ord),
+              LATERAL (SELECT pg_catalog.string_agg(v #>> '{}', ' ') AS text
+                       FROM pg_catalog.jsonb_path_query(p_attributes -> k.key, 'strict $.**') AS v
+                       WHERE pg_catalog.jsonb_typeof(v) = 'string' AND v #>> '{}' <> '') s
+         WHERE s.text IS NOT NULL)
+    ), 2000)
+$$;
+COMMENT ON FUNCTION kip.concept_grounding_text(text, text, jsonb) IS
+    'The text a concept is embedded from: type, name, aliases, description, content_summary, summary, and an Experience''s or Skill''s goal, outcome, states, context, conditions, procedure and failure signals';
+
+CREATE OR REPLACE FUNCTION kip.proposition_grounding_text(p_space text, p_subject bigint, p_predicate text,
+                                               p_object bigint, p_attributes jsonb) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
+        pg_catalog.concat_ws(' ', kip.endpoint_label(p_space, p_subject), pg_catalog.replace(p_predicate, '_', ' '),
+                                  kip.endpoint_label(p_space, p_object)),
+        nullif(p_attributes ->> 'description', '')
+    ), 2000)
+$$;
+CREATE OR REPLACE FUNCTION kip.concept_ref(id bigint) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'C:' OPERATOR(pg_catalog.||) id::text $$;
+CREATE OR REPLACE FUNCTION kip.proposition_ref(id bigint, predicate text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT 'P:' OPERATOR(pg_catalog.||) id::text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) predicate
+$$;
+CREATE OR REPLACE FUNCTION kip.element_ref(p_space text, p_id bigint) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
+    SELECT coalesce(
+        (SELECT kip.concept_ref(c.id) FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
+        (SELECT kip.proposition_ref(p.id, p.predicate) FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id))
+$$;
+-- Concepts whose text now reads more are embedded again (a vector is no
+-- content: no version, no history).
+UPDATE kip.concepts SET embedding = NULL
+WHERE embedding IS NOT NULL
+  AND attributes ?| ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
+                          'procedure', 'failure_signals', 'applicability_context'];

@@ -286,17 +286,22 @@ CREATE FUNCTION kip.metadata_json(metadata jsonb, version integer, created_at ti
     LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'kip_metadata_json';
 COMMENT ON FUNCTION kip.metadata_json(jsonb, integer, timestamptz, timestamptz) IS 'Stored metadata with the engine''s _version, _created_at and _updated_at (kip internal)';
 
+-- The bodies name the operator's schema: a body is inlined into the
+-- caller's query under its search_path, where an operator || (text, bigint)
+-- in another schema would match closer than the built-in's anynonarray.
 CREATE FUNCTION kip.concept_ref(id bigint) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'C:' || id $$;
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'C:' OPERATOR(pg_catalog.||) id::text $$;
 CREATE FUNCTION kip.proposition_ref(id bigint, predicate text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'P:' || id || ':' || predicate $$;
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT 'P:' OPERATOR(pg_catalog.||) id::text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) predicate
+$$;
 
 -- The external id of any element (concept or proposition) in a space.
 CREATE FUNCTION kip.element_ref(p_space text, p_id bigint) RETURNS text
 LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
     SELECT coalesce(
-        (SELECT 'C:' || c.id FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
-        (SELECT 'P:' || p.id || ':' || p.predicate FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id))
+        (SELECT kip.concept_ref(c.id) FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
+        (SELECT kip.proposition_ref(p.id, p.predicate) FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id))
 $$;
 
 -- Readable views for SQL and BI users.

@@ -638,3 +638,46 @@ fn kip_search_keeps_the_command_timeout_and_says_access_is_denied() {
     let mut server = Client::connect(&kip_integration_tests::admin_dsn(), NoTls).unwrap();
     server.batch_execute(&format!("DROP ROLE IF EXISTS \"{role}\"")).unwrap();
 }
+
+/// An Experience is found by meaning from its goal or how it ended (RC11's
+/// Experience profile: goal, initial state, outcome and context are
+/// grounding text, as are a Skill's conditions, procedure and failure
+/// signals); before, only its name was embedded.
+#[test]
+fn experiences_are_found_by_their_goal_and_outcome() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "experience_search");
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?e { {type: "Experience", name: "Experience:2026-09-01T09:00:rotate_keys"}
+                    SET ATTRIBUTES { experience_class: "task", status: "completed", success: false,
+                                     goal: "Renew the TLS certificate on the production load balancer",
+                                     initial_state: { certificate: "expires in two days", chain: "intermediate missing" },
+                                     outcome: "Failed: browsers rejected the incomplete certificate chain" } }
+                    CONCEPT ?o { {type: "Experience", name: "Experience:2026-09-02T10:00:garden"}
+                    SET ATTRIBUTES { experience_class: "task", status: "completed", success: true,
+                                     goal: "Plant tomato seedlings in the vegetable garden",
+                                     initial_state: { weather: "sunny" }, outcome: "The seedlings took root" } } }"#,
+        json!({}),
+    ));
+    let text: String = c
+        .query_one(
+            "SELECT kip.concept_grounding_text(type, name, attributes) FROM kip.concepts WHERE space = $1 AND name LIKE '%rotate_keys'",
+            &[&space],
+        )
+        .unwrap()
+        .get(0);
+    assert!(
+        text.contains("Renew the TLS certificate") && text.contains("intermediate missing") && text.contains("browsers rejected"),
+        "{text}"
+    );
+    embed_space(&mut c, &space);
+    for probe in ["renewing the TLS certificate of the load balancer", "browsers rejected the certificate chain"] {
+        let hits = ok(kip(
+            &mut c,
+            r#"SEARCH CONCEPT :q WITH TYPE "Experience" MODE "semantic" THRESHOLD 0.5 LIMIT 10"#,
+            json!({"q": probe}),
+        ));
+        assert_eq!(names(&hits).first().map(String::as_str), Some("Experience:2026-09-01T09:00:rotate_keys"), "{probe}: {hits}");
+    }
+}

@@ -893,3 +893,82 @@ fn a_cancelled_kml_command_leaves_no_tag_for_later_plain_sql() {
         .get(0);
     assert_eq!(hash, None, "plain SQL was tagged as the cancelled KIP command");
 }
+
+/// A writer that turns `row_security` off in the middle of its own
+/// statement (row-level security was decided when it was planned) is not
+/// taken for a restore: its delete is recorded in the history, and ids it
+/// chooses or changes are refused.
+#[test]
+fn row_security_turned_off_mid_statement_is_no_restore() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_rls_off");
+    let writer = login_role(&mut admin, "rls_off", "kip_writer");
+    assert!(grant(&mut admin, &space, &writer, "write"));
+    let bo = concept_id(&mut admin, &space, "Bo");
+    let ana = concept_id(&mut admin, &space, "Ana");
+    let mut w = connect_as(&writer, DB);
+    // The grants memo filled, as any earlier kip call fills it.
+    w.batch_execute("SELECT kip.writable_spaces(), kip.readable_spaces(), kip.administered_spaces(), kip.is_admin()").unwrap();
+
+    let deleted = w
+        .execute(
+            "DELETE FROM kip.concepts WHERE space = $1 AND name = 'Bo' AND set_config('row_security', 'off', true) IS NOT NULL",
+            &[&space],
+        )
+        .unwrap();
+    assert_eq!(deleted, 1);
+    w.batch_execute("SET row_security = on").unwrap();
+    let recorded: i64 = admin
+        .query_one("SELECT count(*) FROM kip.history WHERE element_id = $1 AND operation = 'delete'", &[&bo])
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded, 1, "the delete went unrecorded");
+
+    // Refused: by the id rule, or by row-level security on what the rule
+    // reads to tell a restore (the session's setting is off by then).
+    let refused = |e: &str| e.contains("element ids are issued by kip") || e.contains("cannot be changed") || e.contains("row-level security");
+    let e = sql_error(w.execute(
+        "INSERT INTO kip.concepts (id, space, type, name) SELECT 999999000, $1, 'Person', 'Squatter' \
+         FROM (SELECT set_config('row_security', 'off', true)) s",
+        &[&space],
+    ));
+    assert!(refused(&e), "{e}");
+    w.batch_execute("SET row_security = on").unwrap();
+    let e = sql_error(w.execute(
+        "UPDATE kip.concepts SET id = 999999001 WHERE space = $1 AND id = $2 AND set_config('row_security', 'off', true) IS NOT NULL",
+        &[&space, &ana],
+    ));
+    assert!(refused(&e), "{e}");
+    let chosen: i64 = admin
+        .query_one("SELECT count(*) FROM kip.concepts WHERE id IN (999999000, 999999001)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(chosen, 0);
+    drop(w);
+    drop_role(&mut admin, &writer);
+}
+
+/// Renaming a space moves its memory: it takes admin on both names (or
+/// kip_admin), not the write access the update policy asks.
+#[test]
+fn renaming_a_space_takes_admin_on_both_names() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_rename");
+    let taken = unique_space("gov_rename_to");
+    let writer = login_role(&mut admin, "renamer", "kip_writer");
+    assert!(grant(&mut admin, &space, &writer, "write"));
+    assert!(grant(&mut admin, &taken, &writer, "admin"));
+    let mut w = connect_as(&writer, DB);
+    let e = sql_error(w.execute("UPDATE kip.spaces SET name = $2 WHERE name = $1", &[&space, &taken]));
+    assert!(e.contains("takes admin on both names"), "{e}");
+    // A writer still updates what kip itself updates in the row.
+    assert_eq!(w.execute("UPDATE kip.spaces SET bootstrapped_at = bootstrapped_at WHERE name = $1", &[&space]).unwrap(), 1);
+    // An admin of both names may rename.
+    assert!(grant(&mut admin, &space, &writer, "admin"));
+    assert_eq!(w.execute("UPDATE kip.spaces SET name = $2 WHERE name = $1", &[&space, &taken]).unwrap(), 1);
+    let moved: i64 = admin.query_one("SELECT count(*) FROM kip.concepts WHERE space = $1", &[&taken]).unwrap().get(0);
+    assert!(moved > 0);
+    drop(w);
+    admin.execute("DELETE FROM kip.space_grants WHERE space IN ($1, $2)", &[&space, &taken]).unwrap();
+    drop_role(&mut admin, &writer);
+}

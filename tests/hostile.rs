@@ -467,3 +467,56 @@ fn errors_quote_a_long_value_by_its_start() {
     assert_eq!(err_code(&out), "KIP_1001", "{out}");
     assert!(!message(&out).contains("BUILTIN_RULE"), "{out}");
 }
+
+/// Functions and operators planted in a schema searched first, with
+/// signatures closer than the built-ins kip calls (variadic `concat_ws`,
+/// `jsonb_build_object`, `||` on a bigint), never run: not in kip's
+/// commands (their subtransactions pin `search_path`), nor in the views and
+/// functions that plain SQL inlines.
+#[test]
+fn functions_planted_on_the_search_path_are_never_called() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "planted");
+    let schema = kip_integration_tests::unique_space("planted").to_lowercase();
+    c.batch_execute(&format!(
+        r#"CREATE SCHEMA "{schema}";
+           CREATE FUNCTION "{schema}".trap() RETURNS text LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'planted function called'; END $$;
+           CREATE FUNCTION "{schema}".concat_ws(text, text, text) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
+           CREATE FUNCTION "{schema}".concat_ws(text, text, text, text, text, text, text) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
+           CREATE FUNCTION "{schema}".concat_ws(text, text, text, text, text, text, text, text) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
+           CREATE FUNCTION "{schema}".jsonb_build_object(text, text, text, text, text, text) RETURNS jsonb LANGUAGE sql AS $$ SELECT "{schema}".trap()::jsonb $$;
+           CREATE FUNCTION "{schema}".cat(text, bigint) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
+           CREATE OPERATOR "{schema}".|| (LEFTARG = text, RIGHTARG = bigint, FUNCTION = "{schema}".cat);"#
+    ))
+    .unwrap();
+    c.batch_execute(&format!(r#"SET search_path = "{schema}", public"#)).unwrap();
+    ok(kip(
+        &mut c,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Note"} SET ATTRIBUTES { description: "A note." } }
+                    CONCEPT ?d { {type: "Domain", name: "Notes"} SET ATTRIBUTES { description: "Notes." } }
+                    CONCEPT ?n { {type: "Note", name: "first"} SET ATTRIBUTES { description: "The first note.", aliases: ["one"] }
+                                 SET PROPOSITIONS { ("belongs_to_domain", ?d) } } }"#,
+        json!({}),
+    ));
+    ok(kip(&mut c, r#"FIND(?n, ?n.name) WHERE { ?n {type: "Note"} }"#, json!({})));
+    ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    ok(kip(&mut c, "DESCRIBE DOMAINS", json!({})));
+    ok(kip(&mut c, r#"SEARCH CONCEPT "first note" MODE "keyword""#, json!({})));
+    ok(kip(&mut c, r#"EXPORT ?n WHERE { ?n {type: "Note"} }"#, json!({})));
+    // Plain SQL over kip's views, and a write the staleness trigger checks.
+    let ids: Vec<String> = c
+        .query("SELECT id FROM kip.concept_nodes WHERE space = $1", &[&space])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(ids.iter().all(|id| id.starts_with("C:")), "{ids:?}");
+    let texts: Vec<String> = c
+        .query("SELECT grounding_text FROM kip.embedding_backlog WHERE space = $1", &[&space])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(texts.iter().any(|t| t == "Note: first. Also known as one. The first note."), "{texts:?}");
+    c.batch_execute(&format!(r#"RESET search_path; DROP SCHEMA "{schema}" CASCADE"#)).unwrap();
+}

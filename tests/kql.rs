@@ -639,6 +639,11 @@ fn primer_key_concepts_are_types_then_the_most_connected_recent_members() {
     let lab = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "Lab").expect("Lab in the map").clone();
     // next: 2 links, alt: 1, stated: none.
     assert_eq!(lab["key_propositions"], json!(["next", "alt", "stated"]), "{lab}");
+    // A Domain's scope_note, which the Brain's Maintenance writes for the map.
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Domain", name: "Lab"} SET ATTRIBUTES { scope_note: "bench work only" } } }"#, json!({})));
+    let primer = ok(kip(&mut c, "DESCRIBE PRIMER", json!({})));
+    let lab = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "Lab").expect("Lab in the map").clone();
+    assert_eq!(lab["scope_note"], json!("bench work only"), "{lab}");
     assert_eq!(lab["key_concepts"], json!(["Node", "hub", "leaf", "loop"]), "{lab}");
     // Every Genesis predicate is in the map, under CoreSchema.
     let core = primer["domain_map"].as_array().unwrap().iter().find(|d| d["name"] == "CoreSchema").expect("CoreSchema").clone();

@@ -5,7 +5,8 @@
 //!   <capability>}`, the capability naming the SEARCH modes available and
 //!   the embedding model (`embed::Availability::describe`);
 //! * `DOMAINS` → `[<domain summary>]`, a summary being
-//!   `{"name", "description"?, "member_count"}`;
+//!   `{"name", "description"?, "scope_note"?, "member_count"}` (the Brain's
+//!   Maintenance writes a Domain's `scope_note` to feed the primer's map);
 //! * `CONCEPT TYPES` / `PROPOSITION TYPES` → type names (byte order), with
 //!   LIMIT and `next_cursor` pagination;
 //! * `CONCEPT TYPE "X"` / `PROPOSITION TYPE "x"` → the definition node
@@ -174,6 +175,7 @@ fn domains(ctx: &Ctx, key_concepts: Option<i64>) -> Result<Value, KipError> {
     let sql = format!(
         "{types_cte}SELECT coalesce(jsonb_agg(x.summary ORDER BY x.name COLLATE \"C\"), '[]'::jsonb) FROM \
          (SELECT d.name, jsonb_strip_nulls(jsonb_build_object('name', d.name, 'description', d.attributes -> 'description', \
+            'scope_note', d.attributes -> 'scope_note', \
             'member_count', (SELECT count(*) FROM kip.propositions m WHERE m.space = $1 AND m.predicate = 'belongs_to_domain' AND m.object = d.id){keys})) AS summary \
           FROM kip.concepts d WHERE d.space = $1 AND d.type = 'Domain' ORDER BY d.name COLLATE \"C\" LIMIT $2) x"
     );

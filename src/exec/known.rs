@@ -66,6 +66,9 @@ struct Tables {
     /// `kip.registry_changed` and `kip.registry_truncated` exist and are
     /// enabled ALWAYS.
     registry_triggers: bool,
+    /// The installed SQL objects are this library's version (not an older
+    /// schema waiting for `ALTER EXTENSION kip UPDATE`).
+    current_schema: bool,
 }
 
 thread_local! {
@@ -142,12 +145,13 @@ fn tables() -> Result<Tables, KipError> {
         )
     };
     let sql = format!(
-        "SELECT 'kip.spaces'::regclass::oid::bigint, 'kip.concepts'::regclass::oid::bigint, {}, {} AND {}",
+        "SELECT 'kip.spaces'::regclass::oid::bigint, 'kip.concepts'::regclass::oid::bigint, {}, {} AND {}, \
+                EXISTS (SELECT 1 FROM pg_catalog.pg_extension e WHERE e.extname = 'kip' AND e.extversion = $1)",
         always("kip.spaces", "spaces_changed"),
         always("kip.concepts", "registry_changed"),
         always("kip.concepts", "registry_truncated"),
     );
-    let rows = spi::lookup(&sql, &[], Access::ReadOnly)?;
+    let rows = spi::lookup(&sql, &[crate::exec::SqlParam::Text(env!("CARGO_PKG_VERSION").into())], Access::ReadOnly)?;
     let row = rows.into_iter().next().unwrap_or_default();
     let oid = |i: usize| row.get(i).and_then(Value::as_u64).unwrap_or(0) as u32;
     let t = Tables {
@@ -155,9 +159,19 @@ fn tables() -> Result<Tables, KipError> {
         concepts: oid(1),
         spaces_trigger: row.get(2) == Some(&Value::Bool(true)),
         registry_triggers: row.get(3) == Some(&Value::Bool(true)),
+        current_schema: row.get(4) == Some(&Value::Bool(true)),
     };
     KNOWN.with(|k| k.borrow_mut().tables = Some(t));
     Ok(t)
+}
+
+/// Whether the installed SQL objects are this library's version: kip's
+/// statements then run under a pinned `search_path` (`exec::subxact`). An
+/// older schema's triggers may still name operators through the caller's
+/// path (0.1.0's staleness trigger compared vectors with `=`), so until
+/// `ALTER EXTENSION kip UPDATE` they keep it.
+pub fn schema_is_current() -> bool {
+    tables().map(|t| t.current_schema).unwrap_or(false)
 }
 
 /// Forget everything: the relcache callback's action for our tables.

@@ -81,8 +81,12 @@ unsafe fn touch(fcinfo: pg_sys::FunctionCallInfo, name: &str, content: &[&CStr])
     }
     // Ids are kip's to issue (governance/element_ids.rs): an update moves
     // no element to another id, except a superuser's or a restore's
-    // (`row_security` off).
-    if changed && differs(desc, old, new, column(desc, c"id")) && !pg_sys::superuser() && pg_sys::row_security {
+    // (`row_security` off, as a role that may bypass it).
+    if changed
+        && differs(desc, old, new, column(desc, c"id"))
+        && !pg_sys::superuser()
+        && !super::trigger::restoring((*trigger).tg_relation)
+    {
         pgrx::ereport!(
             pgrx::PgLogLevel::ERROR,
             pgrx::PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,

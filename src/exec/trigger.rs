@@ -62,3 +62,22 @@ pub(crate) unsafe fn value(tuple: pg_sys::HeapTuple, desc: pg_sys::TupleDesc, at
     let datum = pg_sys::SPI_getbinval(tuple, desc, attnum, &mut null);
     (datum, null)
 }
+
+/// Whether this trigger's statement runs as a session that skips
+/// row-level security *by right*: `row_security` is off and the current
+/// user may bypass the table's policies (a superuser, a `BYPASSRLS` role,
+/// or the table's owner), as a `pg_dump`/`pg_restore` session does. The
+/// setting alone is not enough: Postgres decides row-level security when
+/// the statement is planned, and a function inside the statement can turn
+/// `row_security` off before the rows reach the triggers; a role without
+/// the right would then pass as a restore (its changes unrecorded, its ids
+/// unchecked). The user asked is the one running the statement (the
+/// outer user: `SET ROLE`'s, not the table owner a foreign key's cascade
+/// runs as, which would let a cascade of such a statement pass).
+pub(crate) unsafe fn restoring(relation: pg_sys::Relation) -> bool {
+    if pg_sys::row_security {
+        return false;
+    }
+    let user = pg_sys::GetOuterUserId();
+    pg_sys::superuser_arg(user) || pg_sys::has_bypassrls_privilege(user) || pg_sys::pg_class_ownercheck((*relation).rd_id, user)
+}

@@ -112,8 +112,9 @@ unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum 
     }
     let nothing = pg_sys::Datum::from(0usize);
     // Not recorded: kip.history off, or a pg_dump/pg_restore session (those
-    // run with row_security off; a restore brings the history it carries).
-    if !pg_sys::row_security || !super::settings::HISTORY.get() {
+    // run with row_security off, as a role that may; a restore brings the
+    // history it carries).
+    if !super::settings::HISTORY.get() || crate::exec::trigger::restoring((*trigger).tg_relation) {
         return nothing;
     }
     let op = match (*trigger).tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
