@@ -65,6 +65,24 @@ CREATE TRIGGER space_grants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     FOR EACH STATEMENT EXECUTE FUNCTION kip.grants_changed();
 ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed;
 
+-- Who granted and when is written by the database, not by the granter: an
+-- admin of a space inserting a grant by plain SQL could name anyone, at any
+-- time. A restore (row_security off, as a role that may bypass it) keeps
+-- the stamps it carries.
+CREATE FUNCTION kip.stamp_grant() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF current_setting('row_security') = 'on'
+       OR NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = current_user AND (r.rolsuper OR r.rolbypassrls)) THEN
+        NEW.granted_by := current_user;
+        NEW.granted_at := now();
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION kip.stamp_grant() IS 'Stamps a grant with the role that made it and the time (kip internal)';
+CREATE TRIGGER space_grants_stamped BEFORE INSERT OR UPDATE ON kip.space_grants
+    FOR EACH ROW EXECUTE FUNCTION kip.stamp_grant();
+
 -- Whether the current role is a kip administrator: it has the privileges
 -- of kip_admin (pg_has_role(..., 'USAGE')), as superusers do.
 -- In C (src/governance/privileges.rs): every row-level security policy

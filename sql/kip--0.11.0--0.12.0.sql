@@ -298,6 +298,25 @@ COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without 
 CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name ON kip.spaces
     FOR EACH ROW EXECUTE FUNCTION kip.check_space_rename();
 
+
+-- Who granted and when is written by the database, not by the granter: an
+-- admin of a space inserting a grant by plain SQL could name anyone, at any
+-- time. A restore (row_security off, as a role that may bypass it) keeps
+-- the stamps it carries.
+CREATE FUNCTION kip.stamp_grant() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF current_setting('row_security') = 'on'
+       OR NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = current_user AND (r.rolsuper OR r.rolbypassrls)) THEN
+        NEW.granted_by := current_user;
+        NEW.granted_at := now();
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION kip.stamp_grant() IS 'Stamps a grant with the role that made it and the time (kip internal)';
+CREATE TRIGGER space_grants_stamped BEFORE INSERT OR UPDATE ON kip.space_grants
+    FOR EACH ROW EXECUTE FUNCTION kip.stamp_grant();
+
 -- The text a concept is embedded from takes in the salient attributes of
 -- RC11's Experience and Skill; functions inlined into callers' queries name
 -- the schema of every built-in a closer match elsewhere could take over

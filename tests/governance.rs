@@ -998,3 +998,31 @@ fn a_writer_cannot_lock_the_shared_tables_against_other_spaces() {
     drop_role(&mut admin, &writer);
     drop_role(&mut admin, &manager);
 }
+
+/// Who granted and when is the database's to write: an admin of a space
+/// inserting a grant by plain SQL cannot name another granter or date.
+#[test]
+fn grants_are_stamped_with_their_granter() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_stamp");
+    let owner = login_role(&mut admin, "stamper", "kip_writer");
+    let reader = login_role(&mut admin, "stamped", "kip_reader");
+    assert!(grant(&mut admin, &space, &owner, "admin"));
+    let mut o = connect_as(&owner, DB);
+    o.execute(
+        "INSERT INTO kip.space_grants (space, role, privilege, granted_by, granted_at) VALUES ($1, $2::name, 'read', 'postgres', '2000-01-01')",
+        &[&space, &reader],
+    )
+    .unwrap();
+    let row = admin
+        .query_one(
+            "SELECT granted_by::text, granted_at > now() - interval '1 hour' FROM kip.space_grants WHERE space = $1 AND role = $2::name",
+            &[&space, &reader],
+        )
+        .unwrap();
+    let (by, recent): (String, bool) = (row.get(0), row.get(1));
+    assert_eq!((by.as_str(), recent), (owner.as_str(), true));
+    drop(o);
+    drop_role(&mut admin, &reader);
+    drop_role(&mut admin, &owner);
+}
