@@ -20,27 +20,33 @@
 -- procedure and failure signals, as RC11's Experience profile asks: every
 -- string inside them, in that order).
 -- Capped at 2,000 characters: the model reads at most 256 tokens anyway.
--- Every function and operator whose name a schema on the caller's
--- search_path could also hold with a closer signature is written with its
--- schema (the body is inlined into the caller's query, under its path).
+-- Every function and operator is written with its schema, and every
+-- literal with its type: the body is inlined into the caller's query under
+-- its search_path, where another schema could hold a closer match (an
+-- operator #>> (jsonb, jsonb) for an untyped literal, a concat_ws of three
+-- texts for the variadic built-in).
 CREATE FUNCTION kip.concept_grounding_text(p_type text, p_name text, p_attributes jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
-        p_type OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) p_name,
-        CASE WHEN pg_catalog.jsonb_typeof(p_attributes -> 'aliases') = 'array'
-                  AND pg_catalog.jsonb_array_length(p_attributes -> 'aliases') > 0
-             THEN 'Also known as ' OPERATOR(pg_catalog.||)
-                  (SELECT pg_catalog.string_agg(a.alias, ', ')
-                   FROM pg_catalog.jsonb_array_elements_text(p_attributes -> 'aliases') AS a(alias)) END,
-        nullif(p_attributes ->> 'description', ''),
-        nullif(p_attributes ->> 'content_summary', ''),
-        nullif(p_attributes ->> 'summary', ''),
-        (SELECT pg_catalog.string_agg(s.text, '. ' ORDER BY k.ord)
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. '::text,
+        p_type OPERATOR(pg_catalog.||) ': '::text OPERATOR(pg_catalog.||) p_name,
+        CASE WHEN pg_catalog.jsonb_typeof(p_attributes OPERATOR(pg_catalog.->) 'aliases'::text) OPERATOR(pg_catalog.=) 'array'::text
+                  AND pg_catalog.jsonb_array_length(p_attributes OPERATOR(pg_catalog.->) 'aliases'::text) OPERATOR(pg_catalog.>) 0
+             THEN 'Also known as '::text OPERATOR(pg_catalog.||)
+                  (SELECT pg_catalog.string_agg(a.alias, ', '::text)
+                   FROM pg_catalog.jsonb_array_elements_text(p_attributes OPERATOR(pg_catalog.->) 'aliases'::text) AS a(alias)) END,
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'description'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text),
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'content_summary'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text),
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'summary'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text),
+        (SELECT pg_catalog.string_agg(s.text, '. '::text ORDER BY k.ord)
          FROM pg_catalog.unnest(ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
-                                      'procedure', 'failure_signals', 'applicability_context']) WITH ORDINALITY AS k(key, ord),
-              LATERAL (SELECT pg_catalog.string_agg(v #>> '{}', ' ') AS text
-                       FROM pg_catalog.jsonb_path_query(p_attributes -> k.key, 'strict $.**') AS v
-                       WHERE pg_catalog.jsonb_typeof(v) = 'string' AND v #>> '{}' <> '') s
+                                      'procedure', 'failure_signals', 'applicability_context']::text[]) WITH ORDINALITY AS k(key, ord),
+              LATERAL (SELECT pg_catalog.string_agg(v OPERATOR(pg_catalog.#>>) '{}'::text[], ' '::text) AS text
+                       FROM pg_catalog.jsonb_path_query(p_attributes OPERATOR(pg_catalog.->) k.key, 'strict $.**'::jsonpath) AS v
+                       WHERE pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'::text
+                         AND v OPERATOR(pg_catalog.#>>) '{}'::text[] OPERATOR(pg_catalog.<>) ''::text) s
          WHERE s.text IS NOT NULL)
     ), 2000)
 $$;
@@ -52,9 +58,10 @@ COMMENT ON FUNCTION kip.concept_grounding_text(text, text, jsonb) IS
 CREATE FUNCTION kip.endpoint_label(p_space text, p_id bigint) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT coalesce(
-        (SELECT c.name FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
-        (SELECT replace(p.predicate, '_', ' ') FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id),
-        '')
+        (SELECT c.name FROM kip.concepts c WHERE c.space OPERATOR(pg_catalog.=) p_space AND c.id OPERATOR(pg_catalog.=) p_id),
+        (SELECT pg_catalog.replace(p.predicate, '_'::text, ' '::text) FROM kip.propositions p
+         WHERE p.space OPERATOR(pg_catalog.=) p_space AND p.id OPERATOR(pg_catalog.=) p_id),
+        ''::text)
 $$;
 
 -- Propositions: "<subject name> <predicate words> <object name>", then the
@@ -62,10 +69,11 @@ $$;
 CREATE FUNCTION kip.proposition_grounding_text(p_space text, p_subject bigint, p_predicate text,
                                                p_object bigint, p_attributes jsonb) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
-        pg_catalog.concat_ws(' ', kip.endpoint_label(p_space, p_subject), pg_catalog.replace(p_predicate, '_', ' '),
-                                  kip.endpoint_label(p_space, p_object)),
-        nullif(p_attributes ->> 'description', '')
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. '::text,
+        pg_catalog.concat_ws(' '::text, kip.endpoint_label(p_space, p_subject), pg_catalog.replace(p_predicate, '_'::text, ' '::text),
+                                        kip.endpoint_label(p_space, p_object)),
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'description'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text)
     ), 2000)
 $$;
 COMMENT ON FUNCTION kip.proposition_grounding_text(text, bigint, text, bigint, jsonb) IS

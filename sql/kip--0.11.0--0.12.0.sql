@@ -332,22 +332,26 @@ CREATE TRIGGER space_grants_stamped BEFORE INSERT OR UPDATE ON kip.space_grants
 -- schema (the body is inlined into the caller's query, under its path).
 CREATE OR REPLACE FUNCTION kip.concept_grounding_text(p_type text, p_name text, p_attributes jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
-        p_type OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) p_name,
-        CASE WHEN pg_catalog.jsonb_typeof(p_attributes -> 'aliases') = 'array'
-                  AND pg_catalog.jsonb_array_length(p_attributes -> 'aliases') > 0
-             THEN 'Also known as ' OPERATOR(pg_catalog.||)
-                  (SELECT pg_catalog.string_agg(a.alias, ', ')
-                   FROM pg_catalog.jsonb_array_elements_text(p_attributes -> 'aliases') AS a(alias)) END,
-        nullif(p_attributes ->> 'description', ''),
-        nullif(p_attributes ->> 'content_summary', ''),
-        nullif(p_attributes ->> 'summary', ''),
-        (SELECT pg_catalog.string_agg(s.text, '. ' ORDER BY k.ord)
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. '::text,
+        p_type OPERATOR(pg_catalog.||) ': '::text OPERATOR(pg_catalog.||) p_name,
+        CASE WHEN pg_catalog.jsonb_typeof(p_attributes OPERATOR(pg_catalog.->) 'aliases'::text) OPERATOR(pg_catalog.=) 'array'::text
+                  AND pg_catalog.jsonb_array_length(p_attributes OPERATOR(pg_catalog.->) 'aliases'::text) OPERATOR(pg_catalog.>) 0
+             THEN 'Also known as '::text OPERATOR(pg_catalog.||)
+                  (SELECT pg_catalog.string_agg(a.alias, ', '::text)
+                   FROM pg_catalog.jsonb_array_elements_text(p_attributes OPERATOR(pg_catalog.->) 'aliases'::text) AS a(alias)) END,
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'description'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text),
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'content_summary'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text),
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'summary'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text),
+        (SELECT pg_catalog.string_agg(s.text, '. '::text ORDER BY k.ord)
          FROM pg_catalog.unnest(ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
-                                      'procedure', 'failure_signals', 'applicability_context']) WITH ORDINALITY AS k(key, ord),
-              LATERAL (SELECT pg_catalog.string_agg(v #>> '{}', ' ') AS text
-                       FROM pg_catalog.jsonb_path_query(p_attributes -> k.key, 'strict $.**') AS v
-                       WHERE pg_catalog.jsonb_typeof(v) = 'string' AND v #>> '{}' <> '') s
+                                      'procedure', 'failure_signals', 'applicability_context']::text[]) WITH ORDINALITY AS k(key, ord),
+              LATERAL (SELECT pg_catalog.string_agg(v OPERATOR(pg_catalog.#>>) '{}'::text[], ' '::text) AS text
+                       FROM pg_catalog.jsonb_path_query(p_attributes OPERATOR(pg_catalog.->) k.key, 'strict $.**'::jsonpath) AS v
+                       WHERE pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'::text
+                         AND v OPERATOR(pg_catalog.#>>) '{}'::text[] OPERATOR(pg_catalog.<>) ''::text) s
          WHERE s.text IS NOT NULL)
     ), 2000)
 $$;
@@ -357,11 +361,20 @@ COMMENT ON FUNCTION kip.concept_grounding_text(text, text, jsonb) IS
 CREATE OR REPLACE FUNCTION kip.proposition_grounding_text(p_space text, p_subject bigint, p_predicate text,
                                                p_object bigint, p_attributes jsonb) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT pg_catalog.left(pg_catalog.concat_ws('. ',
-        pg_catalog.concat_ws(' ', kip.endpoint_label(p_space, p_subject), pg_catalog.replace(p_predicate, '_', ' '),
-                                  kip.endpoint_label(p_space, p_object)),
-        nullif(p_attributes ->> 'description', '')
+    SELECT pg_catalog.left(pg_catalog.concat_ws('. '::text,
+        pg_catalog.concat_ws(' '::text, kip.endpoint_label(p_space, p_subject), pg_catalog.replace(p_predicate, '_'::text, ' '::text),
+                                        kip.endpoint_label(p_space, p_object)),
+        (SELECT f.value FROM (SELECT p_attributes OPERATOR(pg_catalog.->>) 'description'::text) AS f(value)
+         WHERE f.value OPERATOR(pg_catalog.<>) ''::text)
     ), 2000)
+$$;
+CREATE OR REPLACE FUNCTION kip.endpoint_label(p_space text, p_id bigint) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(
+        (SELECT c.name FROM kip.concepts c WHERE c.space OPERATOR(pg_catalog.=) p_space AND c.id OPERATOR(pg_catalog.=) p_id),
+        (SELECT pg_catalog.replace(p.predicate, '_'::text, ' '::text) FROM kip.propositions p
+         WHERE p.space OPERATOR(pg_catalog.=) p_space AND p.id OPERATOR(pg_catalog.=) p_id),
+        ''::text)
 $$;
 CREATE OR REPLACE FUNCTION kip.concept_ref(id bigint) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT 'C:' OPERATOR(pg_catalog.||) id::text $$;
@@ -372,12 +385,13 @@ $$;
 CREATE OR REPLACE FUNCTION kip.element_ref(p_space text, p_id bigint) RETURNS text
 LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
     SELECT coalesce(
-        (SELECT kip.concept_ref(c.id) FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
-        (SELECT kip.proposition_ref(p.id, p.predicate) FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id))
+        (SELECT kip.concept_ref(c.id) FROM kip.concepts c WHERE c.space OPERATOR(pg_catalog.=) p_space AND c.id OPERATOR(pg_catalog.=) p_id),
+        (SELECT kip.proposition_ref(p.id, p.predicate) FROM kip.propositions p
+         WHERE p.space OPERATOR(pg_catalog.=) p_space AND p.id OPERATOR(pg_catalog.=) p_id))
 $$;
 -- Concepts whose text now reads more are embedded again (a vector is no
 -- content: no version, no history).
 UPDATE kip.concepts SET embedding = NULL
 WHERE embedding IS NOT NULL
-  AND attributes ?| ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
+  AND attributes OPERATOR(pg_catalog.?|) ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
                           'procedure', 'failure_signals', 'applicability_context'];

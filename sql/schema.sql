@@ -300,8 +300,9 @@ $$;
 CREATE FUNCTION kip.element_ref(p_space text, p_id bigint) RETURNS text
 LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
     SELECT coalesce(
-        (SELECT kip.concept_ref(c.id) FROM kip.concepts c WHERE c.space = p_space AND c.id = p_id),
-        (SELECT kip.proposition_ref(p.id, p.predicate) FROM kip.propositions p WHERE p.space = p_space AND p.id = p_id))
+        (SELECT kip.concept_ref(c.id) FROM kip.concepts c WHERE c.space OPERATOR(pg_catalog.=) p_space AND c.id OPERATOR(pg_catalog.=) p_id),
+        (SELECT kip.proposition_ref(p.id, p.predicate) FROM kip.propositions p
+         WHERE p.space OPERATOR(pg_catalog.=) p_space AND p.id OPERATOR(pg_catalog.=) p_id))
 $$;
 
 -- Readable views for SQL and BI users.

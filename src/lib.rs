@@ -61,7 +61,6 @@ pub extern "C-unwind" fn _PG_init() {
     governance::settings::register();
     exec::known::register();
     governance::privileges::register();
-    governance::table_locks::register();
     // Only does something while the postmaster preloads the library.
     maintenance::worker::register();
 }

@@ -973,32 +973,6 @@ fn renaming_a_space_takes_admin_on_both_names() {
     drop_role(&mut admin, &writer);
 }
 
-/// A writer may not lock kip's shared tables in a mode that stalls the
-/// other spaces (SHARE or stronger); weaker modes, and kip_admin members,
-/// may.
-#[test]
-fn a_writer_cannot_lock_the_shared_tables_against_other_spaces() {
-    let mut admin = superuser();
-    let space = seeded_space(&mut admin, "gov_locks");
-    let writer = login_role(&mut admin, "locker", "kip_writer");
-    assert!(grant(&mut admin, &space, &writer, "write"));
-    let mut w = connect_as(&writer, DB);
-    for mode in ["SHARE", "EXCLUSIVE", "ACCESS EXCLUSIVE"] {
-        w.batch_execute("BEGIN").unwrap();
-        let e = sql_error(w.batch_execute(&format!("LOCK TABLE kip.concepts IN {mode} MODE")));
-        assert!(e.contains("reserved to kip_admin"), "{mode}: {e}");
-        w.batch_execute("ROLLBACK").unwrap();
-    }
-    w.batch_execute("BEGIN; LOCK TABLE kip.concepts IN ROW EXCLUSIVE MODE; ROLLBACK").unwrap();
-    drop(w);
-    let manager = login_role(&mut admin, "lock_admin", "kip_admin");
-    let mut m = connect_as(&manager, DB);
-    m.batch_execute("BEGIN; LOCK TABLE kip.space_grants IN SHARE MODE; ROLLBACK").unwrap();
-    drop(m);
-    drop_role(&mut admin, &writer);
-    drop_role(&mut admin, &manager);
-}
-
 /// Who granted and when is the database's to write: an admin of a space
 /// inserting a grant by plain SQL cannot name another granter or date.
 #[test]

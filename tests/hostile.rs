@@ -428,6 +428,26 @@ fn a_batch_stops_where_the_statement_timeout_expired() {
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
     // The next statement runs as usual.
     assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?a)) WHERE { ?a {type: "Drug"} }"#, json!({}))), json!(300));
+
+    // Statements of one simple-query message share their start time, but
+    // each has a statement_timeout of its own: the one after the expiry runs.
+    let slow_sql = slow.replace('\'', "''");
+    let messages = c
+        .simple_query(&format!(
+            "SET statement_timeout = '500ms'; SELECT kip_execute('{slow_sql}'); \
+             SELECT kip_execute('FIND(COUNT(?a)) WHERE {{ ?a {{type: \"Drug\"}} }}'); RESET statement_timeout"
+        ))
+        .unwrap();
+    let answers: Vec<Value> = messages
+        .iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0).map(|t| serde_json::from_str(t).unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(err_code(&answers[0]), "KIP_4001", "{answers:?}");
+    assert_eq!(answers[1]["result"], json!(300), "{answers:?}");
 }
 
 #[test]
@@ -486,7 +506,11 @@ fn functions_planted_on_the_search_path_are_never_called() {
            CREATE FUNCTION "{schema}".concat_ws(text, text, text, text, text, text, text, text) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
            CREATE FUNCTION "{schema}".jsonb_build_object(text, text, text, text, text, text) RETURNS jsonb LANGUAGE sql AS $$ SELECT "{schema}".trap()::jsonb $$;
            CREATE FUNCTION "{schema}".cat(text, bigint) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
-           CREATE OPERATOR "{schema}".|| (LEFTARG = text, RIGHTARG = bigint, FUNCTION = "{schema}".cat);"#
+           CREATE OPERATOR "{schema}".|| (LEFTARG = text, RIGHTARG = bigint, FUNCTION = "{schema}".cat);
+           CREATE FUNCTION "{schema}".pick(jsonb, jsonb) RETURNS text LANGUAGE sql AS $$ SELECT "{schema}".trap() $$;
+           CREATE OPERATOR "{schema}".#>> (LEFTARG = jsonb, RIGHTARG = jsonb, FUNCTION = "{schema}".pick);
+           CREATE FUNCTION "{schema}".field(jsonb, jsonb) RETURNS jsonb LANGUAGE sql AS $$ SELECT "{schema}".trap()::jsonb $$;
+           CREATE OPERATOR "{schema}".-> (LEFTARG = jsonb, RIGHTARG = jsonb, FUNCTION = "{schema}".field);"#
     ))
     .unwrap();
     c.batch_execute(&format!(r#"SET search_path = "{schema}", public"#)).unwrap();
@@ -518,5 +542,39 @@ fn functions_planted_on_the_search_path_are_never_called() {
         .map(|r| r.get(0))
         .collect();
     assert!(texts.iter().any(|t| t == "Note: first. Also known as one. The first note."), "{texts:?}");
+    // The grounding text of an Experience reads its nested strings.
+    let text: String = c
+        .query_one(
+            r#"SELECT kip.concept_grounding_text('Experience', 'e', '{"goal": "fix the bug", "initial_state": {"a": "b"}}')"#,
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(text, "Experience: e. fix the bug. b");
     c.batch_execute(&format!(r#"RESET search_path; DROP SCHEMA "{schema}" CASCADE"#)).unwrap();
+}
+
+/// A trigger a user adds to kip's tables, with a `SET search_path` of its
+/// own, keeps that path when a KIP command fires it (kip pins the path of
+/// its own statements with the setting, which a function's own SET
+/// overrides in turn).
+#[test]
+fn a_users_trigger_keeps_its_own_search_path_under_kip() {
+    let db = "kip_user_trigger_test";
+    kip_integration_tests::reliability::fresh_database(db);
+    let mut c = Client::connect(&format!("host=localhost port={} user=postgres dbname={db}", kip_integration_tests::port()), NoTls).unwrap();
+    c.batch_execute(
+        r#"CREATE SCHEMA audit;
+           CREATE TABLE audit.log (name text);
+           CREATE FUNCTION audit.note() RETURNS trigger LANGUAGE plpgsql SET search_path = audit, pg_catalog AS $$
+           BEGIN INSERT INTO log VALUES (NEW.name); RETURN NEW; END $$;
+           CREATE TRIGGER audit_note AFTER INSERT ON kip.concepts FOR EACH ROW EXECUTE FUNCTION audit.note();"#,
+    )
+    .unwrap();
+    use_space(&mut c, "audited");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Note"} } CONCEPT ?n { {type: "Note", name: "kept"} } }"#, json!({})));
+    let logged: i64 = c.query_one("SELECT count(*) FROM audit.log WHERE name = 'kept'", &[]).unwrap().get(0);
+    assert_eq!(logged, 1);
+    drop(c);
+    kip_integration_tests::reliability::drop_database(db);
 }

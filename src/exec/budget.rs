@@ -19,10 +19,22 @@ const USER_TIMEOUT: TimeoutId = 12;
 #[cfg(feature = "pg17")]
 const USER_TIMEOUT: TimeoutId = 13;
 
+/// `STATEMENT_TIMEOUT` of `enum TimeoutId` (the same from 15 to 17).
+const STATEMENT_TIMEOUT: TimeoutId = 3;
+
 extern "C-unwind" {
     fn RegisterTimeout(id: TimeoutId, handler: Option<unsafe extern "C-unwind" fn()>) -> TimeoutId;
     fn enable_timeout_after(id: TimeoutId, delay_ms: std::ffi::c_int);
     fn disable_timeout(id: TimeoutId, keep_indicator: bool);
+    fn get_timeout_start_time(id: TimeoutId) -> pg_sys::TimestampTz;
+}
+
+/// When `statement_timeout`'s timer was last armed: each statement that
+/// runs under the setting arms it anew (several statements of one query
+/// message each get their own), and it stays put while one statement runs.
+pub fn statement_timer_started_at() -> pg_sys::TimestampTz {
+    // SAFETY: reads the timeout module's bookkeeping of this backend.
+    unsafe { get_timeout_start_time(STATEMENT_TIMEOUT) }
 }
 
 /// The registered timeout id; -1 until first use in this backend.

@@ -34,15 +34,16 @@ pub fn is_statement_timeout(e: &KipError) -> bool {
 }
 
 thread_local! {
-    /// The statement (local transaction, start time) whose
-    /// `statement_timeout` a command reported as `KIP_4001`.
+    /// The statement (local transaction, when its `statement_timeout` timer
+    /// was armed) whose timeout a command reported as `KIP_4001`.
     static EXPIRED_STATEMENT: std::cell::Cell<Option<(u32, pg_sys::TimestampTz)>> = const { std::cell::Cell::new(None) };
 }
 
-/// The calling statement: its transaction and its start.
+/// The calling statement: its transaction and the arming of its timer.
+/// (Not the statement's start time: the statements of one simple-query
+/// message share it, and each has a timer of its own.)
 fn current_statement() -> (u32, pg_sys::TimestampTz) {
-    // SAFETY: reads this backend's own PGPROC and statement start time.
-    unsafe { ((*pg_sys::MyProc).lxid, pg_sys::GetCurrentStatementStartTimestamp()) }
+    (crate::exec::element_size::local_transaction(), super::budget::statement_timer_started_at())
 }
 
 fn mark_statement_expired() {

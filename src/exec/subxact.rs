@@ -10,44 +10,36 @@ use kip_lang::KipError;
 use pgrx::pg_sys;
 use pgrx::PgTryBuilder;
 
-/// The search path kip's statements run under: `pg_catalog` alone. kip's
-/// SQL names its own objects and those of the extensions it requires with
-/// their schemas (`exec::extensions`); what it leaves unqualified
-/// (`jsonb_build_object`, `count`, `||`) must be Postgres's own. Under the
-/// caller's path a function of the same name in a schema the caller can be
-/// made to search, such as `public` where others may create objects, would
-/// match a variadic or polymorphic built-in better (a `public.concat_ws(text,
-/// text, text)` beats `pg_catalog.concat_ws(text, VARIADIC "any")`) and run
-/// with the caller's privileges. (Triggers that users add to kip's tables
-/// run under it too when a KIP command fires them: they name their objects
-/// with schemas, or carry a `SET search_path` of their own.)
+/// The `search_path` kip's statements run under. kip's SQL names its own
+/// objects and those of the extensions it requires with their schemas
+/// (`exec::extensions`); what it leaves unqualified (`jsonb_build_object`,
+/// `count`, `||`) must be Postgres's own. Under the caller's path a
+/// function of the same name in a schema the caller can be made to search,
+/// such as `public` where others may create objects, would match a variadic
+/// or polymorphic built-in better (a `public.concat_ws(text, text, text)`
+/// beats `pg_catalog.concat_ws(text, VARIADIC "any")`) and run with the
+/// caller's privileges. (Triggers that users add to kip's tables run under
+/// it too when a KIP command fires them: they name their objects with
+/// schemas, or carry a `SET search_path` of their own, which applies.)
 ///
-/// Set as an override of the namespace search (what `CREATE SCHEMA`'s
-/// elements run under), not through the `search_path` setting: setting and
-/// restoring the setting cost 1–2 µs a call, most of a small read's fixed
-/// cost, and invalidated the caller's path each time. Postgres pops the
-/// override itself when the subtransaction rolls back.
-#[cfg(any(feature = "pg15", feature = "pg16"))]
-unsafe fn pin_search_path() -> bool {
-    let mut path = pg_sys::OverrideSearchPath { schemas: std::ptr::null_mut(), addCatalog: true, addTemp: false, generation: 0 };
-    pg_sys::PushOverrideSearchPath(&mut path);
-    true
-}
+/// It is the setting, not an override of the namespace search
+/// (`PushOverrideSearchPath`, 1–2 µs cheaper a call): under an override a
+/// function's own `SET search_path` is ignored, the flaw behind
+/// CVE-2023-2454, and a user's trigger with its own path failed.
+const PINNED_SEARCH_PATH: &std::ffi::CStr = c"pg_catalog, pg_temp";
 
-#[cfg(any(feature = "pg15", feature = "pg16"))]
-unsafe fn unpin_search_path(pinned: bool) {
-    if pinned {
-        pg_sys::PopOverrideSearchPath();
+/// Set `search_path` to [`PINNED_SEARCH_PATH`] for the current
+/// subtransaction: Postgres puts the caller's back when it ends, released
+/// or rolled back (`GUC_ACTION_SAVE` at the subtransaction's nesting
+/// level). Nothing is set when it already is (a nested subtransaction).
+unsafe fn pin_search_path() {
+    let current = pg_sys::namespace_search_path;
+    if !current.is_null() && std::ffi::CStr::from_ptr(current) == PINNED_SEARCH_PATH {
+        return;
     }
-}
-
-/// Postgres 17 has no override of the namespace search: the setting, for
-/// the subtransaction (`GUC_ACTION_SAVE`, restored when it ends).
-#[cfg(not(any(feature = "pg15", feature = "pg16")))]
-unsafe fn pin_search_path() -> bool {
     pg_sys::set_config_option(
         c"search_path".as_ptr(),
-        c"pg_catalog".as_ptr(),
+        PINNED_SEARCH_PATH.as_ptr(),
         pg_sys::GucContext::PGC_USERSET,
         pg_sys::GucSource::PGC_S_SESSION,
         pg_sys::GucAction::GUC_ACTION_SAVE,
@@ -55,11 +47,7 @@ unsafe fn pin_search_path() -> bool {
         0,
         false,
     );
-    false
 }
-
-#[cfg(not(any(feature = "pg15", feature = "pg16")))]
-unsafe fn unpin_search_path(_pinned: bool) {}
 
 pub fn run_isolated<T>(body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
     let (outer_context, outer_owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
@@ -67,11 +55,10 @@ pub fn run_isolated<T>(body: impl FnOnce() -> Result<T, KipError>) -> Result<T, 
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(outer_context);
     }
-    let pinned = std::cell::Cell::new(false);
     let result = PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
         if super::known::schema_is_current() {
-            // SAFETY: the search path of this backend, for this subtransaction.
-            pinned.set(unsafe { pin_search_path() });
+            // SAFETY: a setting of this backend, for this subtransaction.
+            unsafe { pin_search_path() };
         }
         body().map_err(Caught::Kip)
     }))
@@ -79,7 +66,6 @@ pub fn run_isolated<T>(body: impl FnOnce() -> Result<T, KipError>) -> Result<T, 
         .execute();
     unsafe {
         if result.is_ok() {
-            unpin_search_path(pinned.get());
             pg_sys::ReleaseCurrentSubTransaction();
         } else {
             pg_sys::RollbackAndReleaseCurrentSubTransaction();

@@ -79,5 +79,15 @@ pub(crate) unsafe fn restoring(relation: pg_sys::Relation) -> bool {
         return false;
     }
     let user = pg_sys::GetOuterUserId();
-    pg_sys::superuser_arg(user) || pg_sys::has_bypassrls_privilege(user) || pg_sys::pg_class_ownercheck((*relation).rd_id, user)
+    pg_sys::superuser_arg(user) || pg_sys::has_bypassrls_privilege(user) || owns((*relation).rd_id, user)
+}
+
+#[cfg(feature = "pg15")]
+unsafe fn owns(relation: pg_sys::Oid, user: pg_sys::Oid) -> bool {
+    pg_sys::pg_class_ownercheck(relation, user)
+}
+
+#[cfg(not(feature = "pg15"))]
+unsafe fn owns(relation: pg_sys::Oid, user: pg_sys::Oid) -> bool {
+    pg_sys::object_ownercheck(pg_sys::RelationRelationId, relation, user)
 }

@@ -7,9 +7,8 @@
 //! module adds what the engine needs on top: a clear KIP error
 //! (`KIP_3004`) before a command touches a space the caller may not use
 //! (`access`), the KIP command's hash for the history triggers and the
-//! history settings (`history`, `settings`), the pruning of old history by
-//! the background worker (`retention`), and the refusal of table locks that
-//! would stall other spaces (`table_locks`).
+//! history settings (`history`, `settings`), and the pruning of old
+//! history by the background worker (`retention`).
 //!
 //! Floor: engine-level helpers (SPI through `exec`); no compile-stage code.
 
@@ -20,4 +19,3 @@ pub mod privileges;
 mod history_trigger;
 pub mod retention;
 pub mod settings;
-pub mod table_locks;

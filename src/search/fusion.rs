@@ -105,12 +105,13 @@ pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit]
     fused.into_iter().filter(|h| evidence.get(&h.id).is_some_and(|e| *e >= threshold)).collect()
 }
 
-/// Scores rescaled to (0, 1] over the list: its best hit 1, the others in
+/// Scores rescaled to [0, 1] over the list: its best hit 1, the others in
 /// proportion, so every hit with a positive score keeps a positive share
-/// (every hit 1 when the best is not positive).
+/// (none when the best is not positive: a list of no likeness is no
+/// evidence).
 fn scaled_to_best(list: &[Hit]) -> Vec<f64> {
     let max = list.iter().map(|h| h.score).fold(f64::NEG_INFINITY, f64::max);
-    list.iter().map(|h| if max > 0.0 { (h.score / max).clamp(0.0, 1.0) } else { 1.0 }).collect()
+    list.iter().map(|h| if max > 0.0 { (h.score / max).clamp(0.0, 1.0) } else { 0.0 }).collect()
 }
 
 #[cfg(test)]
