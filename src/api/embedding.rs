@@ -112,15 +112,10 @@ fn search_with_vector(
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_search runs exactly one SEARCH command")
             .with_hint("Use kip_execute_readonly for other commands."));
     }
-    let space = space::current()?;
-    // The caller's grant first, as kip_execute_readonly checks it: a space
-    // it may not read is refused as such, not reported missing (row-level
-    // security hides its row from the lookup below).
-    crate::governance::access::require(&space, crate::governance::access::Privilege::Read)?;
-    if !subxact::run_isolated(|| crate::bootstrap::spaces::exists(&space))? {
-        return Err(KipError::new(ErrorCode::NotFound, format!("memory space {:?} does not exist yet", space.name()))
-            .with_hint("Write to it once with kip_execute, or call kip_create_space(name)."));
-    }
+    // The caller's grant and the space, as kip_execute_readonly checks them:
+    // a space it may not read is refused as such (KIP_3004), a missing one
+    // reported (KIP_3002).
+    let (space, _grant) = super::prepare(&request, crate::exec::Mode::ReadOnly)?;
     let ctx = crate::exec::Ctx::new(space, Access::ReadOnly);
     crate::exec::pg_error::statement_expired()?;
     // Within kip.command_timeout, as every command of kip_execute.

@@ -74,6 +74,12 @@ fn definition(ctx: &Ctx, meta_type: &str, what: &str, name: &str) -> Result<Outc
     Ok(Outcome::new(node))
 }
 
+/// The cursor shape of a listing of `meta_type`'s names in `space` (what a
+/// dry run checks a token against too).
+pub(crate) fn type_listing_shape(space: &crate::space::Space, meta_type: &str) -> String {
+    cursor::shape(space, &format!("DESCRIBE {meta_type}"))
+}
+
 /// Names of all `$ConceptType` / `$PropositionType` nodes, paginated in
 /// byte order ("C", whatever the database's collation). A page continues
 /// after the previous page's last name, which the partial index
@@ -82,7 +88,7 @@ fn definition(ctx: &Ctx, meta_type: &str, what: &str, name: &str) -> Result<Outc
 /// still resumes by offset.)
 fn type_names(ctx: &Ctx, meta_type: &str, limit: Option<u64>, token: Option<String>) -> Result<Outcome, KipError> {
     let limit = page_size(limit);
-    let shape = cursor::shape(&ctx.space, &format!("DESCRIBE {meta_type}"));
+    let shape = type_listing_shape(&ctx.space, meta_type);
     let resume = match token {
         Some(t) => cursor::decode_resume(&shape, &t)?,
         None => cursor::Resume::default(),

@@ -15,7 +15,7 @@
 //! pattern matches (protection, a MERGE's types) is left to the run.
 
 use super::envelope::Outcome;
-use super::{limits, upsert};
+use super::{describe, limits, upsert};
 use crate::exec::{known, spi, subxact, Access};
 use crate::governance::access::{self, Privilege};
 use crate::resolve::{self, registry};
@@ -79,10 +79,10 @@ fn compiles(command: &Command, space: &Space) -> Result<(), KipError> {
             | Delete::Concept { target, where_clauses },
         ) => targets_sql(where_clauses, env, target, None).map(drop),
         Command::Describe(Describe::ConceptTypes { cursor: token, .. }) => {
-            token_of(token, &|| cursor::shape(space, &format!("DESCRIBE {CONCEPT_TYPE}")))
+            token_of(token, &|| describe::type_listing_shape(space, CONCEPT_TYPE))
         }
         Command::Describe(Describe::PropositionTypes { cursor: token, .. }) => {
-            token_of(token, &|| cursor::shape(space, &format!("DESCRIBE {PROPOSITION_TYPE}")))
+            token_of(token, &|| describe::type_listing_shape(space, PROPOSITION_TYPE))
         }
         _ => Ok(()),
     }
