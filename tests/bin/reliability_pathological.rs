@@ -60,7 +60,10 @@ fn cases() -> Vec<Case> {
         c("counted repetition (.*a){30}", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, :re)) }"#, json!({"re": "(.*a){30}c"}), false),
         c("huge bounded repetition", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, :re)) }"#, json!({"re": "((a{1,100}){1,100}){1,100}c"}), false),
         c("huge bounded repetition, literal", r#"FIND(COUNT(?t)) WHERE { ?t {type: "Node"} FILTER(REGEX(?t.attributes.text, "((a{1,100}){1,100}){1,100}c")) }"#, json!({}), false),
-        c("regex over an open walk", r#"FIND(?b.name) WHERE { ?a {type: "Node"} (?a, "link"{1,}, ?b) FILTER(REGEX(?b.attributes.text, :re)) } LIMIT 999999999"#, json!({"re": "(a+)+c$"}), true),
+        // No text ends with "c": a plan that filters ?b before walking back
+        // from it answers [] in about a second (seen in a CI run), one that
+        // walks first runs out of budget. Either must end within it.
+        c("regex over an open walk", r#"FIND(?b.name) WHERE { ?a {type: "Node"} (?a, "link"{1,}, ?b) FILTER(REGEX(?b.attributes.text, :re)) } LIMIT 999999999"#, json!({"re": "(a+)+c$"}), false),
     ]
 }
 
