@@ -31,7 +31,14 @@ else
   log "apt packages present"
 fi
 
-# 2. cargo-pgrx.
+# 2. cargo-pgrx. Rust itself is a prerequisite (README): a toolchain is a
+#    per-user choice (rustup, its version), not something to install behind
+#    the user's back.
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "[setup] cargo not found: install a Rust toolchain (1.95 or later), e.g." >&2
+  echo "        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y && . \"\$HOME/.cargo/env\"" >&2
+  exit 1
+fi
 if cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
   log "cargo-pgrx $PGRX_VERSION present"
 else
