@@ -77,6 +77,8 @@ echo "DESCRIBE PRIMER returned a result envelope"
 step "upgrade from the previous release (ALTER EXTENSION kip UPDATE)"
 bash scripts/upgrade_test.sh 2>&1
 
+step "a hot standby: reads as on the primary, writes refused with the reason, promotion"
+bash scripts/standby_test.sh 2>&1
 step "pg_test SQL scenarios"
 bash scripts/pg_scenarios.sh
 

@@ -338,3 +338,42 @@ fn reads_in_a_read_only_transaction_neither_create_nor_upgrade_a_space() {
     let upgraded: i32 = c.query_one("SELECT capsule_level FROM kip.spaces WHERE name = $1", &[&space]).unwrap().get(0);
     assert_eq!(upgraded, level);
 }
+
+/// In a read-only transaction every KML command is refused up front with
+/// the reason and what to do (not Postgres's message about whichever
+/// statement kip ran first), an UPSERT that would change nothing
+/// included; a batch stops there; and the functions that raise SQL errors
+/// carry the same reason with their hint as a HINT.
+#[test]
+fn kml_in_a_read_only_transaction_is_refused_with_the_reason() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "ro_kml");
+    ok(kip(&mut c, REGISTER, json!({})));
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Aspirin"} } }"#, json!({})));
+    c.batch_execute("BEGIN READ ONLY").unwrap();
+    for kml in [
+        r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Aspirin"} } }"#,
+        r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "Ibuprofen"} } }"#,
+        r#"UPDATE ?d SET ATTRIBUTES { a: 1 } WHERE { ?d {type: "Drug"} }"#,
+        r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Nothing"} }"#,
+    ] {
+        let out = kip(&mut c, kml, json!({}));
+        assert_eq!(err_code(&out), "KIP_4003", "{kml}: {out}");
+        assert!(out["error"]["message"].as_str().unwrap().contains("the transaction is read-only"), "{kml}: {out}");
+        assert!(out["error"]["hint"].as_str().unwrap().contains("read-write transaction"), "{kml}: {out}");
+    }
+    let out = kip_request(
+        &mut c,
+        json!({"commands": [r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "X"} } }"#, find_drugs()]}),
+    );
+    let items = out["result"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "a batch stops at the refused write: {out}");
+    // Reads still run.
+    assert_eq!(ok(kip(&mut c, find_drugs(), json!({}))), json!(["Aspirin"]));
+    let err = c.query_one("SELECT kip_create_space($1)", &[&format!("{space}_new")]).unwrap_err();
+    let db = err.as_db_error().expect("an SQL error");
+    assert!(db.message().contains("the transaction is read-only"), "{db:?}");
+    assert!(db.hint().is_some_and(|h| h.contains("read-write transaction")), "the hint is a HINT: {db:?}");
+    assert!(db.detail().is_none(), "{db:?}");
+    c.batch_execute("ROLLBACK").unwrap();
+}

@@ -145,8 +145,14 @@ fn kip_embedding_status() -> JsonB {
     let mut v = availability.describe();
     v["available"] = json!(availability.available);
     v["pending"] = json!({ "concepts": row[0], "propositions": row[1] });
+    // SAFETY: reads this backend's recovery state.
+    let standby = unsafe { pgrx::pg_sys::RecoveryInProgress() };
     v["worker"] = if row[2] == json!(true) {
         json!("running")
+    } else if standby {
+        // kip's workers start when recovery ends; meanwhile the primary's
+        // worker embeds, and its vectors arrive here with the WAL.
+        json!("none on a standby: the primary embeds, and its vectors reach this server by replication (kip's workers start here on promotion)")
     } else {
         json!("none for this database: pending elements wait for kip_embed_pending(), or list the database in kip.worker_databases (with kip in shared_preload_libraries) and restart the server")
     };

@@ -63,7 +63,10 @@ fn prepare_space(space: Space, mode: Mode) -> Result<(Space, Grant), KipError> {
         Mode::ReadWrite if !read_only_transaction => spaces::ensure(&space)?,
         _ => {
             if !spaces::exists(&space)? {
-                let hint = if read_only_transaction {
+                // SAFETY: reads this backend's recovery state.
+                let hint = if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+                    "This server is a standby in recovery: create the space on the primary (write to it with kip_execute, or call kip_create_space(name) there); it appears here once replayed."
+                } else if read_only_transaction {
                     "This transaction is read-only and cannot create the space: write to it once outside it with kip_execute, or call kip_create_space(name)."
                 } else {
                     "Read-only calls never create a space: write to it once with kip_execute, or call kip_create_space(name)."

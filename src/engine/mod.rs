@@ -102,6 +102,13 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         if let Err(e) = grant.require(Privilege::Write) {
             return (envelope::single(Err(e)), true);
         }
+        // On a standby or in a read-only transaction no write can succeed:
+        // said so once, up front, and the same for every KML command (an
+        // UPSERT that would change nothing included, as Postgres refuses
+        // an INSERT that would insert nothing).
+        if let Some(e) = pg_error::read_only_refusal() {
+            return (envelope::single(Err(e)), true);
+        }
         Some(KmlMarks::set(&cmd.command))
     } else {
         None

@@ -174,6 +174,13 @@ pub fn schema_is_current() -> bool {
     tables().map(|t| t.current_schema).unwrap_or(false)
 }
 
+/// Whether the installed SQL objects are known, without a query, to be
+/// older than this library: for code that may not query (an error's
+/// classification, inside the failed subtransaction). Unknown is false.
+pub fn schema_known_stale() -> bool {
+    KNOWN.with(|k| k.try_borrow().ok().and_then(|k| k.tables).is_some_and(|t| !t.current_schema))
+}
+
 /// Forget everything: the relcache callback's action for our tables.
 fn forget() {
     KNOWN.with(|k| match k.try_borrow_mut() {

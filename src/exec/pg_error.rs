@@ -66,6 +66,33 @@ pub fn statement_expired() -> Result<(), KipError> {
     }
 }
 
+/// Why this transaction cannot write, when it cannot: the server is a
+/// standby in recovery, or the transaction is read-only. A KML command is
+/// refused with this before it runs, and a write Postgres refused is
+/// reported with it: Postgres's own message names the statement kip
+/// happened to run first (a `SELECT … FOR UPDATE` for a MERGE), not the
+/// reason, nor what to do.
+pub fn read_only_refusal() -> Option<KipError> {
+    // SAFETY: reads this backend's recovery and transaction state.
+    let (standby, read_only) = unsafe { (pg_sys::RecoveryInProgress(), pg_sys::XactReadOnly) };
+    if standby {
+        Some(
+            KipError::new(ErrorCode::InternalError, "write refused: this server is a standby in recovery, where every transaction is read-only")
+                .with_hint("Send KML (UPSERT, UPDATE, MERGE, DELETE) and administration to the primary server; reads work here."),
+        )
+    } else if read_only {
+        Some(
+            KipError::new(
+                ErrorCode::InternalError,
+                "write refused: the transaction is read-only (BEGIN READ ONLY, SET TRANSACTION READ ONLY or default_transaction_read_only)",
+            )
+            .with_hint("Run writes in a read-write transaction: BEGIN READ WRITE, or SET default_transaction_read_only = off."),
+        )
+    } else {
+        None
+    }
+}
+
 /// What to do with an error caught while running one KIP command.
 pub enum Caught {
     /// Report it to the caller as a KIP error envelope.
@@ -82,6 +109,11 @@ pub fn classify(caught: CaughtError) -> Caught {
     let code = report.sql_error_code();
     let message = report.message().to_string();
     use PgSqlErrorCode::*;
+    if code == ERRCODE_READ_ONLY_SQL_TRANSACTION {
+        if let Some(refusal) = read_only_refusal() {
+            return Caught::Kip(refusal);
+        }
+    }
     let kip = match code {
         ERRCODE_QUERY_CANCELED if super::budget::expired() => KipError::new(
             ErrorCode::ExecutionTimeout,
@@ -99,6 +131,19 @@ pub fn classify(caught: CaughtError) -> Caught {
         ERRCODE_READ_ONLY_SQL_TRANSACTION | ERRCODE_FEATURE_NOT_SUPPORTED if message.contains("read-only") || message.contains("non-volatile") => {
             KipError::new(ErrorCode::InternalError, format!("write refused in a read-only context: {message}"))
                 .with_hint("Use kip_execute (not kip_execute_readonly) for KML, outside read-only transactions.")
+        }
+        ERRCODE_UNDEFINED_FUNCTION | ERRCODE_UNDEFINED_TABLE | ERRCODE_UNDEFINED_COLUMN | ERRCODE_UNDEFINED_OBJECT if super::known::schema_known_stale() => {
+            // The installed SQL objects are older than this library (before
+            // `ALTER EXTENSION kip UPDATE`): what is missing is theirs to
+            // add, not a bug to report.
+            KipError::new(
+                ErrorCode::InternalError,
+                format!(
+                    "kip's SQL objects in this database are older than its library ({}), which needs what they lack: {message}",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            )
+            .with_hint("Run ALTER EXTENSION kip UPDATE in this database (README, Upgrading).")
         }
         ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.contains("too long for tsvector") => KipError::new(
             ErrorCode::ConstraintViolation,
@@ -118,6 +163,20 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
         }
+        // kip issues element and history ids from its sequences, so an id
+        // already taken means a sequence is behind the rows: a restore of
+        // the tables without their sequences (`pg_dump -t`), or a
+        // `setval`. Every write would fail the same way.
+        ERRCODE_UNIQUE_VIOLATION if message.contains("\"concepts_pkey\"") || message.contains("\"propositions_pkey\"") => KipError::new(
+            ErrorCode::InternalError,
+            format!("kip.element_id_seq is behind the stored element ids (tables restored without it?): {message}"),
+        )
+        .with_hint("As the extension's owner: SELECT setval('kip.element_id_seq', (SELECT max(id) FROM (SELECT max(id) AS id FROM kip.concepts UNION ALL SELECT max(id) FROM kip.propositions) m));"),
+        ERRCODE_UNIQUE_VIOLATION if message.contains("\"history_pkey\"") => KipError::new(
+            ErrorCode::InternalError,
+            format!("kip.history_id_seq is behind the stored history (the table restored without it?): {message}"),
+        )
+        .with_hint("As the extension's owner: SELECT setval('kip.history_id_seq', (SELECT max(id) FROM kip.history));"),
         // A write that resolved its endpoints, then lost one to a DELETE
         // committed by another session before its INSERT: the referenced
         // element no longer exists.
@@ -160,12 +219,14 @@ pub fn classify(caught: CaughtError) -> Caught {
 /// Raise a KIP error as a Postgres ERROR, for SQL functions that return
 /// values rather than the KIP envelope.
 pub fn raise(e: kip_lang::KipError) -> ! {
-    let hint = e.hint.clone().unwrap_or_default();
-    ereport!(
-        PgLogLevel::ERROR,
+    let mut report = pgrx::pg_sys::panic::ErrorReport::new(
         PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
         format!("{}: {}", e.code.as_str(), e.message),
-        hint
+        "kip",
     );
+    if let Some(hint) = e.hint {
+        report = report.set_hint(hint);
+    }
+    report.report(PgLogLevel::ERROR);
     unreachable!("ereport(ERROR) does not return")
 }
