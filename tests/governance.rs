@@ -118,6 +118,13 @@ fn a_reader_reads_and_cannot_write() {
     assert_eq!(err_code(&refused), "KIP_3004");
     assert_eq!(err_code(&missing), "KIP_3004");
     assert!(refused["error"]["message"].as_str().unwrap().contains("may not read"));
+    // A space it may read that does not exist yet: said so, and that a
+    // role that may write it creates it (the reader cannot).
+    let unborn = kip_integration_tests::unique_space("gov_read_unborn");
+    assert!(grant(&mut admin, &unborn, &reader, "read"));
+    let out = kip_in(&mut r, &unborn, r#"UPSERT { CONCEPT ?x { {type: "Person", name: "Mallory"} } }"#);
+    assert_eq!(err_code(&out), "KIP_3002", "{out}");
+    assert!(out["error"]["hint"].as_str().unwrap().contains("may only read"), "{out}");
 
     // Plain SQL under row-level security.
     let ana = concept_id(&mut admin, &space, "Ana");
