@@ -8,7 +8,7 @@ SELECT kip_execute('UPSERT { CONCEPT ?p { {type: "Person", name: "Ana"} } }') ? 
 SELECT setval('kip.element_id_seq', 1) AS element_id_seq_behind;
 SELECT e -> 'error' ->> 'code' AS code, e -> 'error' ->> 'message' AS message, e -> 'error' ->> 'hint' AS hint
 FROM kip_execute('UPSERT { CONCEPT ?p { {type: "Person", name: "Bo"} } }') e;
-SELECT setval('kip.element_id_seq', (SELECT max(id) FROM (SELECT max(id) AS id FROM kip.concepts UNION ALL SELECT max(id) FROM kip.propositions) m)) > 1 AS mended;
+SELECT setval('kip.element_id_seq', (SELECT max(id) FROM (SELECT max(id) AS id FROM kip.concepts UNION ALL SELECT max(id) FROM kip.propositions UNION ALL SELECT max(element_id) FROM kip.history) m)) > 1 AS mended;
 SELECT kip_execute('UPSERT { CONCEPT ?p { {type: "Person", name: "Bo"} } }') ? 'result' AS written;
 SELECT setval('kip.history_id_seq', 1) AS history_id_seq_behind;
 SELECT e -> 'error' ->> 'code' AS code, e -> 'error' ->> 'message' AS message, e -> 'error' ->> 'hint' AS hint

@@ -12,8 +12,9 @@
 #      load, pathological and fuzz again as the non-superuser
 #   5. the `make run` demo and a DESCRIBE PRIMER over psql
 #   6. the upgrade from the previous release (scripts/upgrade_test.sh)
-#   7. pg_test/ SQL scenarios (a .sql script and its expected output)
-#   8. the kip-server gateway (scripts/gateway_test.sh)
+#   7. a hot standby of a small primary of its own (scripts/standby_test.sh)
+#   8. pg_test/ SQL scenarios (a .sql script and its expected output)
+#   9. the kip-server gateway (scripts/gateway_test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KIP_PGPORT=${KIP_PGPORT:-54329}

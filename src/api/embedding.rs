@@ -152,7 +152,7 @@ fn kip_embedding_status() -> JsonB {
     } else if standby {
         // kip's workers start when recovery ends; meanwhile the primary's
         // worker embeds, and its vectors arrive here with the WAL.
-        json!("none on a standby: the primary embeds, and its vectors reach this server by replication (kip's workers start here on promotion)")
+        json!("none on a standby: the primary embeds, and its vectors reach this server by replication (kip's workers start here on promotion, where kip is in shared_preload_libraries and the database in kip.worker_databases)")
     } else {
         json!("none for this database: pending elements wait for kip_embed_pending(), or list the database in kip.worker_databases (with kip in shared_preload_libraries) and restart the server")
     };

@@ -65,8 +65,8 @@ fn prepare_space(space: Space, mode: Mode) -> Result<(Space, Grant), KipError> {
             if !spaces::exists(&space)? {
                 // SAFETY: reads this backend's recovery state.
                 let hint = if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
-                    "This server is a standby in recovery: create the space on the primary (write to it with kip_execute, or call kip_create_space(name) there); it appears here once replayed."
-                } else if mode == Mode::ReadWrite && grant.privilege == Some(access::Privilege::Read) {
+                    "This server is a standby in recovery: the space is created on the primary (by a role that may write it, with its first kip_execute there or kip_create_space(name)); it appears here once replayed."
+                } else if grant.privilege == Some(access::Privilege::Read) {
                     "This role may only read the space, and it does not exist yet: a role that may write it (kip_grant(space, role, 'write')) creates it with its first write, or an admin calls kip_create_space(name)."
                 } else if read_only_transaction {
                     "This transaction is read-only and cannot create the space: write to it once outside it with kip_execute, or call kip_create_space(name)."

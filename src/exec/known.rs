@@ -66,9 +66,34 @@ struct Tables {
     /// `kip.registry_changed` and `kip.registry_truncated` exist and are
     /// enabled ALWAYS.
     registry_triggers: bool,
-    /// The installed SQL objects are this library's version (not an older
-    /// schema waiting for `ALTER EXTENSION kip UPDATE`).
-    current_schema: bool,
+    /// The installed SQL objects against this library's version.
+    schema: SchemaAge,
+}
+
+/// The installed SQL objects (`pg_extension.extversion`) against this
+/// library's version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaAge {
+    Current,
+    /// Older: waiting for `ALTER EXTENSION kip UPDATE`.
+    Older,
+    /// Newer: updated by a newer library than the one this backend loaded
+    /// (a server that preloads kip and was not restarted after the
+    /// install), or a version this library cannot read.
+    Newer,
+}
+
+impl SchemaAge {
+    fn of(installed: &str) -> SchemaAge {
+        fn parse(v: &str) -> Option<Vec<u32>> {
+            v.split('.').map(|p| p.parse().ok()).collect()
+        }
+        match (parse(installed), parse(env!("CARGO_PKG_VERSION"))) {
+            (Some(a), Some(b)) if a == b => SchemaAge::Current,
+            (Some(a), Some(b)) if a < b => SchemaAge::Older,
+            _ => SchemaAge::Newer,
+        }
+    }
 }
 
 thread_local! {
@@ -146,12 +171,12 @@ fn tables() -> Result<Tables, KipError> {
     };
     let sql = format!(
         "SELECT 'kip.spaces'::regclass::oid::bigint, 'kip.concepts'::regclass::oid::bigint, {}, {} AND {}, \
-                EXISTS (SELECT 1 FROM pg_catalog.pg_extension e WHERE e.extname = 'kip' AND e.extversion = $1)",
+                (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'kip')",
         always("kip.spaces", "spaces_changed"),
         always("kip.concepts", "registry_changed"),
         always("kip.concepts", "registry_truncated"),
     );
-    let rows = spi::lookup(&sql, &[crate::exec::SqlParam::Text(env!("CARGO_PKG_VERSION").into())], Access::ReadOnly)?;
+    let rows = spi::lookup(&sql, &[], Access::ReadOnly)?;
     let row = rows.into_iter().next().unwrap_or_default();
     let oid = |i: usize| row.get(i).and_then(Value::as_u64).unwrap_or(0) as u32;
     let t = Tables {
@@ -159,7 +184,7 @@ fn tables() -> Result<Tables, KipError> {
         concepts: oid(1),
         spaces_trigger: row.get(2) == Some(&Value::Bool(true)),
         registry_triggers: row.get(3) == Some(&Value::Bool(true)),
-        current_schema: row.get(4) == Some(&Value::Bool(true)),
+        schema: SchemaAge::of(row.get(4).and_then(Value::as_str).unwrap_or("")),
     };
     KNOWN.with(|k| k.borrow_mut().tables = Some(t));
     Ok(t)
@@ -171,14 +196,14 @@ fn tables() -> Result<Tables, KipError> {
 /// path (0.1.0's staleness trigger compared vectors with `=`), so until
 /// `ALTER EXTENSION kip UPDATE` they keep it.
 pub fn schema_is_current() -> bool {
-    tables().map(|t| t.current_schema).unwrap_or(false)
+    tables().map(|t| t.schema == SchemaAge::Current).unwrap_or(false)
 }
 
-/// Whether the installed SQL objects are known, without a query, to be
-/// older than this library: for code that may not query (an error's
-/// classification, inside the failed subtransaction). Unknown is false.
-pub fn schema_known_stale() -> bool {
-    KNOWN.with(|k| k.try_borrow().ok().and_then(|k| k.tables).is_some_and(|t| !t.current_schema))
+/// The installed SQL objects' age, when known without a query: for code
+/// that may not query (an error's classification, inside the failed
+/// subtransaction).
+pub fn schema_age_known() -> Option<SchemaAge> {
+    KNOWN.with(|k| k.try_borrow().ok().and_then(|k| k.tables).map(|t| t.schema))
 }
 
 /// Forget everything: the relcache callback's action for our tables.
@@ -235,3 +260,18 @@ pub unsafe extern "C-unwind" fn kip_registry_changed(fcinfo: pg_sys::FunctionCal
 }
 
 crate::exec::v1_function_info!(pg_finfo_kip_spaces_changed, pg_finfo_kip_registry_changed);
+
+#[cfg(test)]
+mod tests {
+    use super::SchemaAge;
+
+    #[test]
+    fn the_schema_age_compares_versions_as_numbers() {
+        let library = env!("CARGO_PKG_VERSION");
+        assert_eq!(SchemaAge::of(library), SchemaAge::Current);
+        assert_eq!(SchemaAge::of("0.1.0"), SchemaAge::Older);
+        assert_eq!(SchemaAge::of("0.9.0"), SchemaAge::Older, "0.9.0 is older than 0.12.0, though it sorts after it as text");
+        assert_eq!(SchemaAge::of("99.0.0"), SchemaAge::Newer);
+        assert_eq!(SchemaAge::of(""), SchemaAge::Newer, "no extension: not a schema to update");
+    }
+}

@@ -4,6 +4,7 @@ use pgrx::prelude::*;
 use kip_lang::{ErrorCode, KipError};
 use pgrx::pg_sys::panic::{CaughtError, ErrorReportWithLevel};
 use pgrx::PgSqlErrorCode;
+use super::known::SchemaAge;
 
 /// How a deadlock or serialization failure starts its message.
 const CONFLICT: &str = "concurrent update conflict";
@@ -86,7 +87,7 @@ pub fn read_only_refusal() -> Option<KipError> {
                 ErrorCode::InternalError,
                 "write refused: the transaction is read-only (BEGIN READ ONLY, SET TRANSACTION READ ONLY or default_transaction_read_only)",
             )
-            .with_hint("Run writes in a read-write transaction: BEGIN READ WRITE, or SET default_transaction_read_only = off."),
+            .with_hint("Run writes in a read-write transaction: BEGIN READ WRITE, or SET default_transaction_read_only = off (a transaction begun on a standby stays read-only after its promotion: start a new one)."),
         )
     } else {
         None
@@ -132,18 +133,25 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::InternalError, format!("write refused in a read-only context: {message}"))
                 .with_hint("Use kip_execute (not kip_execute_readonly) for KML, outside read-only transactions.")
         }
-        ERRCODE_UNDEFINED_FUNCTION | ERRCODE_UNDEFINED_TABLE | ERRCODE_UNDEFINED_COLUMN | ERRCODE_UNDEFINED_OBJECT if super::known::schema_known_stale() => {
-            // The installed SQL objects are older than this library (before
-            // `ALTER EXTENSION kip UPDATE`): what is missing is theirs to
-            // add, not a bug to report.
-            KipError::new(
-                ErrorCode::InternalError,
-                format!(
-                    "kip's SQL objects in this database are older than its library ({}), which needs what they lack: {message}",
-                    env!("CARGO_PKG_VERSION")
-                ),
-            )
-            .with_hint("Run ALTER EXTENSION kip UPDATE in this database (README, Upgrading).")
+        ERRCODE_UNDEFINED_FUNCTION | ERRCODE_UNDEFINED_TABLE | ERRCODE_UNDEFINED_COLUMN | ERRCODE_UNDEFINED_OBJECT
+            if matches!(super::known::schema_age_known(), Some(SchemaAge::Older | SchemaAge::Newer)) =>
+        {
+            // The installed SQL objects are not this library's version:
+            // what is missing is the other side's to add, not a bug.
+            let library = env!("CARGO_PKG_VERSION");
+            if super::known::schema_age_known() == Some(SchemaAge::Older) {
+                KipError::new(
+                    ErrorCode::InternalError,
+                    format!("kip's SQL objects in this database are older than its library ({library}), which needs what they lack: {message}"),
+                )
+                .with_hint("Run ALTER EXTENSION kip UPDATE in this database (README, Upgrading).")
+            } else {
+                KipError::new(
+                    ErrorCode::InternalError,
+                    format!("kip's SQL objects in this database are newer than the library this server loaded ({library}): {message}"),
+                )
+                .with_hint("Restart the server after installing a new kip (it is in shared_preload_libraries), or reconnect.")
+            }
         }
         ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.contains("too long for tsvector") => KipError::new(
             ErrorCode::ConstraintViolation,
@@ -164,19 +172,23 @@ pub fn classify(caught: CaughtError) -> Caught {
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
         }
         // kip issues element and history ids from its sequences, so an id
-        // already taken means a sequence is behind the rows: a restore of
-        // the tables without their sequences (`pg_dump -t`), or a
-        // `setval`. Every write would fail the same way.
+        // already taken means a sequence is behind the rows, most likely: a
+        // restore of the tables without their sequences (`pg_dump -t`), or
+        // a `setval`. Every write would fail the same way. (The names are
+        // kip's constraints; a user's trigger writing a table with a
+        // constraint of the same name would be reported so too, hence
+        // "may".) The mended value counts the ids of deleted elements,
+        // which live on in the history and are never issued again.
         ERRCODE_UNIQUE_VIOLATION if message.contains("\"concepts_pkey\"") || message.contains("\"propositions_pkey\"") => KipError::new(
             ErrorCode::InternalError,
-            format!("kip.element_id_seq is behind the stored element ids (tables restored without it?): {message}"),
+            format!("an element id kip issued is taken: kip.element_id_seq may be behind the stored ids (tables restored without it?): {message}"),
         )
-        .with_hint("As the extension's owner: SELECT setval('kip.element_id_seq', (SELECT max(id) FROM (SELECT max(id) AS id FROM kip.concepts UNION ALL SELECT max(id) FROM kip.propositions) m));"),
+        .with_hint("If so, as the extension's owner: SELECT setval('kip.element_id_seq', (SELECT max(id) FROM (SELECT max(id) AS id FROM kip.concepts UNION ALL SELECT max(id) FROM kip.propositions UNION ALL SELECT max(element_id) FROM kip.history) m));"),
         ERRCODE_UNIQUE_VIOLATION if message.contains("\"history_pkey\"") => KipError::new(
             ErrorCode::InternalError,
-            format!("kip.history_id_seq is behind the stored history (the table restored without it?): {message}"),
+            format!("a history id is taken: kip.history_id_seq may be behind the stored history (the table restored without it?): {message}"),
         )
-        .with_hint("As the extension's owner: SELECT setval('kip.history_id_seq', (SELECT max(id) FROM kip.history));"),
+        .with_hint("If so, as the extension's owner: SELECT setval('kip.history_id_seq', (SELECT max(id) FROM kip.history));"),
         // A write that resolved its endpoints, then lost one to a DELETE
         // committed by another session before its INSERT: the referenced
         // element no longer exists.
