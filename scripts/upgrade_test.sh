@@ -287,5 +287,20 @@ echo "after the update from $OLD2: keyword search finds concepts and links"
 q postgres "DROP DATABASE IF EXISTS $DB2" >/dev/null
 done
 
+# A database that is not UTF8: the current release refuses to install
+# there, and one an earlier release was installed in answers every command
+# with the reason (its names outside ASCII failed or were stored garbled).
+LATIN=kip_upgrade_latin1
+q postgres "DROP DATABASE IF EXISTS $LATIN" >/dev/null
+q postgres "CREATE DATABASE $LATIN ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0" >/dev/null
+out=$(q $LATIN "CREATE EXTENSION kip CASCADE" 2>&1 || true)
+echo "$out" | grep -q 'kip needs a UTF8 database; this one is LATIN1' || fail "CREATE EXTENSION in a LATIN1 database: $out"
+[ "$(q $LATIN "SELECT count(*) FROM pg_extension WHERE extname = 'kip'")" = 0 ] || fail "kip installed in a LATIN1 database"
+q $LATIN "CREATE EXTENSION kip VERSION '0.11.0' CASCADE" >/dev/null
+out=$(q $LATIN "SELECT kip_execute('FIND(?p) WHERE { ?p {type: \"Person\"} }')")
+echo "$out" | grep -q '"code": "KIP_4003".*kip needs a UTF8 database' || fail "kip_execute in a LATIN1 database: $out"
+q postgres "DROP DATABASE IF EXISTS $LATIN" >/dev/null
+echo "a LATIN1 database: CREATE EXTENSION refused, an earlier install answers KIP_4003 naming the encoding"
+
 for db in $DB $FRESH $RESTORED; do q postgres "DROP DATABASE IF EXISTS $db" >/dev/null; done
 echo "upgrade test passed"

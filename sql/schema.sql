@@ -16,6 +16,19 @@
 -- identifies an element whatever its kind. External ids are `C:<id>` for
 -- concepts and `P:<id>:<predicate>` for propositions.
 
+-- kip keeps text as UTF-8 (KIP is JSON, and the library reads text as
+-- Rust strings): in a database of another encoding, a name outside ASCII
+-- failed with an SQL error or was stored garbled, the Genesis capsule's
+-- own text included. Refused before anything is created.
+DO $$
+BEGIN
+    IF pg_catalog.getdatabaseencoding() OPERATOR(pg_catalog.<>) 'UTF8' THEN
+        RAISE EXCEPTION 'kip needs a UTF8 database; this one is %', pg_catalog.getdatabaseencoding()
+            USING HINT = 'Create the database with ENCODING ''UTF8'' (CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0) and install kip there.';
+    END IF;
+END
+$$;
+
 CREATE SCHEMA IF NOT EXISTS kip;
 COMMENT ON SCHEMA kip IS 'KIP memory storage: concepts, propositions and memory spaces';
 

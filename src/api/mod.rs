@@ -36,6 +36,7 @@ fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) ->
 /// subtransaction: one is about a microsecond, a twentieth of a small
 /// read's cost in kip.
 fn prepare(req: &request::Request, mode: Mode) -> Result<(Space, Grant), KipError> {
+    require_utf8_database()?;
     let space = space::current()?;
     if req.dry_run {
         // A dry run executes nothing, so it checks no privilege.
@@ -47,6 +48,22 @@ fn prepare(req: &request::Request, mode: Mode) -> Result<(Space, Grant), KipErro
         return Ok((space, grant));
     }
     subxact::run_isolated(|| prepare_space(space, mode))
+}
+
+/// kip reads and writes text as UTF-8 (KIP is JSON, and the library's
+/// strings are Rust's): in a database of another encoding a name outside
+/// ASCII failed with an SQL error, or was stored garbled. `CREATE
+/// EXTENSION` refuses such a database (`sql/schema.sql`); this covers one
+/// created before that check.
+fn require_utf8_database() -> Result<(), KipError> {
+    // SAFETY: reads the database's encoding, fixed for the session.
+    if unsafe { pgrx::pg_sys::GetDatabaseEncoding() } == pgrx::pg_sys::pg_enc::PG_UTF8 as i32 {
+        return Ok(());
+    }
+    // SAFETY: as above; the name is a static C string.
+    let name = unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::GetDatabaseEncodingName()) }.to_string_lossy().into_owned();
+    Err(KipError::new(ErrorCode::InternalError, format!("kip needs a UTF8 database; this one is {name}"))
+        .with_hint("Dump the memory (pg_dump), create a database with ENCODING 'UTF8' (TEMPLATE template0), and restore it there."))
 }
 
 /// Look up the caller's grant on `space` and validate the space; in
