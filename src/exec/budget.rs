@@ -27,6 +27,8 @@ extern "C-unwind" {
     fn enable_timeout_after(id: TimeoutId, delay_ms: std::ffi::c_int);
     fn disable_timeout(id: TimeoutId, keep_indicator: bool);
     fn get_timeout_start_time(id: TimeoutId) -> pg_sys::TimestampTz;
+    fn get_timeout_finish_time(id: TimeoutId) -> pg_sys::TimestampTz;
+    fn get_timeout_active(id: TimeoutId) -> bool;
 }
 
 /// When `statement_timeout`'s timer was last armed: each statement that
@@ -35,6 +37,22 @@ extern "C-unwind" {
 pub fn statement_timer_started_at() -> pg_sys::TimestampTz {
     // SAFETY: reads the timeout module's bookkeeping of this backend.
     unsafe { get_timeout_start_time(STATEMENT_TIMEOUT) }
+}
+
+/// Whether `statement_timeout` fired during the calling statement: its
+/// timer, armed since the statement started, is no longer active and its
+/// time has come. Postgres tells that cancel from a user's only by the
+/// message's text, which `lc_messages` may translate.
+pub fn statement_timer_fired() -> bool {
+    // SAFETY: reads the timeout module's bookkeeping and the transaction's
+    // timestamps of this backend.
+    unsafe {
+        let armed = get_timeout_start_time(STATEMENT_TIMEOUT);
+        armed != 0
+            && armed >= pg_sys::GetCurrentStatementStartTimestamp()
+            && !get_timeout_active(STATEMENT_TIMEOUT)
+            && get_timeout_finish_time(STATEMENT_TIMEOUT) <= pg_sys::GetCurrentTimestamp()
+    }
 }
 
 /// The registered timeout id; -1 until first use in this backend.

@@ -121,7 +121,7 @@ pub fn classify(caught: CaughtError) -> Caught {
             format!("the command ran longer than kip.command_timeout ({} ms) and was rolled back", super::budget::limit_ms()),
         )
         .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise kip.command_timeout (SET kip.command_timeout = '2min')."),
-        ERRCODE_QUERY_CANCELED if message.contains("statement timeout") => {
+        ERRCODE_QUERY_CANCELED if message.contains("statement timeout") || super::budget::statement_timer_fired() => {
             mark_statement_expired();
             KipError::new(ErrorCode::ExecutionTimeout, format!("{STATEMENT_TIMEOUT}: {message}"))
                 .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise statement_timeout.")
@@ -171,6 +171,8 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
         }
+        // (Matched on the constraint names alone: `lc_messages` translates
+        // the quotes around them.)
         // kip issues element and history ids from its sequences, so an id
         // already taken means a sequence is behind the rows, most likely: a
         // restore of the tables without their sequences (`pg_dump -t`), or
@@ -179,12 +181,12 @@ pub fn classify(caught: CaughtError) -> Caught {
         // constraint of the same name would be reported so too, hence
         // "may".) The mended value counts the ids of deleted elements,
         // which live on in the history and are never issued again.
-        ERRCODE_UNIQUE_VIOLATION if message.contains("\"concepts_pkey\"") || message.contains("\"propositions_pkey\"") => KipError::new(
+        ERRCODE_UNIQUE_VIOLATION if message.contains("concepts_pkey") || message.contains("propositions_pkey") => KipError::new(
             ErrorCode::InternalError,
             format!("an element id kip issued is taken: kip.element_id_seq may be behind the stored ids (tables restored without it?): {message}"),
         )
         .with_hint("If so, as the extension's owner: SELECT setval('kip.element_id_seq', (SELECT max(id) FROM (SELECT max(id) AS id FROM kip.concepts UNION ALL SELECT max(id) FROM kip.propositions UNION ALL SELECT max(element_id) FROM kip.history) m));"),
-        ERRCODE_UNIQUE_VIOLATION if message.contains("\"history_pkey\"") => KipError::new(
+        ERRCODE_UNIQUE_VIOLATION if message.contains("history_pkey") => KipError::new(
             ErrorCode::InternalError,
             format!("a history id is taken: kip.history_id_seq may be behind the stored history (the table restored without it?): {message}"),
         )
