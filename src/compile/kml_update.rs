@@ -9,9 +9,11 @@
 //! Semantics: an expression whose operand is missing, `null` (outside
 //! `COALESCE`) or not a number yields SQL NULL, and a key whose value is SQL
 //! NULL is left out of the patch — the key is skipped for that element. A
-//! literal JSON `null` value is still written. Arithmetic is double
-//! precision, like the JSON numbers agents exchange; whole results print as
-//! integers (`1`, not `1.0`).
+//! literal JSON `null` value is still written. Arithmetic is exact
+//! (numeric) over the numbers as written, its result kept to a double's 17
+//! significant digits and range, like the JSON numbers agents exchange;
+//! whole results print as integers (`1`, not `1.0`), and no session
+//! setting changes them.
 
 use super::element;
 use super::ids::ElementKind;
@@ -55,22 +57,32 @@ fn a_double(n: &str) -> String {
     format!("({n} = 0 OR abs({n}) BETWEEN 2.2250738585072014e-308 AND 1.7976931348623157e308)")
 }
 
-/// A jsonb number as float8, SQL NULL for anything else (a number beyond a
-/// double's range too); `e` is evaluated once.
+/// A jsonb number as numeric (exact, as written), SQL NULL for anything
+/// else (a number beyond a double's range too); `e` is evaluated once.
 fn num(e: &str) -> String {
     format!(
-        "(SELECT CASE WHEN jsonb_typeof(s.v) = 'number' AND {} THEN s.v::float8 END FROM (SELECT {e} AS v) s)",
+        "(SELECT CASE WHEN jsonb_typeof(s.v) = 'number' AND {} THEN s.v::numeric END FROM (SELECT {e} AS v) s)",
         a_double("s.v::numeric")
     )
 }
 
-/// `a <op> b` over two doubles, as jsonb; SQL NULL ("skip the key", RC10
-/// §4.3) when the result leaves a double's range, which float8 arithmetic
-/// would raise as an error and abort the whole UPDATE.
+/// The numeric `n` to 17 significant digits (a double's precision), its
+/// trailing zeros trimmed: repeated products keep a bounded length.
+fn significant(n: &str) -> String {
+    format!("CASE WHEN {n} = 0 THEN 0::numeric ELSE trim_scale(round({n}, 16 - floor(log(abs({n})))::int)) END")
+}
+
+/// `a <op> b` over two numbers, as jsonb; SQL NULL ("skip the key", RC10
+/// §4.3) when the result leaves a double's range. Computed in numeric from
+/// the numbers as written and stored to a double's 17 significant digits:
+/// through float8, `to_jsonb` printed the result as the session's
+/// `extra_float_digits` asked (at -15, 123.456789 became 100), and the
+/// cast of a float8 to numeric kept 15 digits (ADD(x, 0) changed x).
 fn arithmetic(a: &str, op: &str, b: &str) -> String {
     format!(
-        "(SELECT CASE WHEN {} THEN to_jsonb(r.n::float8) END FROM (SELECT {}::numeric {op} {}::numeric AS n) r)",
+        "(SELECT CASE WHEN {} THEN to_jsonb({}) END FROM (SELECT {} {op} {} AS n) r)",
         a_double("r.n"),
+        significant("r.n"),
         num(a),
         num(b)
     )

@@ -117,3 +117,36 @@ fn a_filter_before_a_union_narrows_only_the_block_before_it() {
     let picked = run(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Symptom"} FILTER(?x.attributes.picked == true) }"#);
     assert_eq!(picked, json!(["Headache"]));
 }
+
+/// ADD, MUL and CLAMP store the same numbers whatever the session's
+/// `extra_float_digits` (at -15 a float8 printed 123.456789 as 100), keep
+/// the numbers as written (ADD(x, 0) is x), and keep a double's 17
+/// significant digits, so repeated products do not grow without bound.
+#[test]
+fn arithmetic_is_exact_and_ignores_session_float_formatting() {
+    let mut c = medical("upd_float");
+    for digits in ["-15", "0", "3"] {
+        c.batch_execute(&format!("SET extra_float_digits = {digits}")).unwrap();
+        run(&mut c, r#"UPSERT { CONCEPT ?s { {type: "Symptom", name: "Headache"} SET ATTRIBUTES { c: 123.456789, x: 1.2345678901234567, d: 0.95 } } }"#);
+        run(
+            &mut c,
+            r#"UPDATE ?s SET ATTRIBUTES { clamped: CLAMP(?s.attributes.c, 0, 1000), same: ADD(?s.attributes.x, 0),
+                                          product: MUL(?s.attributes.c, 2), sum: ADD(0.1, 0.2) }
+               WHERE { ?s {type: "Symptom", name: "Headache"} }"#,
+        );
+        for _ in 0..40 {
+            run(&mut c, r#"UPDATE ?s SET ATTRIBUTES { d: MUL(?s.attributes.d, 0.95) } WHERE { ?s {type: "Symptom", name: "Headache"} }"#);
+        }
+        let h = concept(&mut c, "Symptom", "Headache");
+        let a = &h["attributes"];
+        assert_eq!(
+            (a["clamped"].clone(), a["same"].clone(), a["product"].clone(), a["sum"].clone()),
+            (json!(123.456789), json!(1.2345678901234567), json!(246.913578), json!(0.3)),
+            "extra_float_digits = {digits}: {h}"
+        );
+        let d = a["d"].as_f64().unwrap();
+        assert!((d - 0.95f64.powi(41)).abs() < 1e-15, "extra_float_digits = {digits}: {d}");
+        assert!(a["d"].to_string().len() <= 24, "17 significant digits at most: {}", a["d"]);
+    }
+    c.batch_execute("RESET extra_float_digits").unwrap();
+}
