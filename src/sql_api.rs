@@ -12,9 +12,14 @@ use crate::exec::pg_error::raise;
 fn kip_create_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
     crate::governance::access::require(&space, crate::governance::access::Privilege::Write).unwrap_or_else(|e| raise(e));
-    let existed = crate::bootstrap::spaces::exists(&space).unwrap_or_else(|e| raise(e));
-    subxact::run_isolated(|| crate::bootstrap::spaces::ensure(&space)).unwrap_or_else(|e| raise(e));
-    !existed
+    // kip's SQL under the pinned search path (`subxact`), the look first
+    // included.
+    subxact::with_pinned_settings(&[], || {
+        let existed = crate::bootstrap::spaces::exists(&space)?;
+        subxact::run_isolated(|| crate::bootstrap::spaces::ensure(&space))?;
+        Ok(!existed)
+    })
+    .unwrap_or_else(|e| raise(e))
 }
 
 /// Drop a memory space and everything in it; returns false if it did not exist.
@@ -22,8 +27,10 @@ fn kip_create_space(name: &str) -> bool {
 fn kip_drop_space(name: &str) -> bool {
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
     crate::governance::access::require(&space, crate::governance::access::Privilege::Admin).unwrap_or_else(|e| raise(e));
-    crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
-        .unwrap_or_else(|e| raise(e))
+    subxact::with_pinned_settings(&[], || {
+        crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
+    })
+    .unwrap_or_else(|e| raise(e))
         > 0
 }
 

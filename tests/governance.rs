@@ -1007,3 +1007,77 @@ fn grants_are_stamped_with_their_granter() {
     drop_role(&mut admin, &reader);
     drop_role(&mut admin, &owner);
 }
+
+/// A trigger on kip's tables that runs a KIP command of its own, nested in
+/// the command that fired it, leaves the outer command's safeguards in
+/// place: its rows keep its hash in the history, its element-size check
+/// and its time budget hold. (A database of its own: the trigger would
+/// fire for every test writing `kip_test`.)
+#[test]
+fn a_kip_command_nested_in_a_trigger_leaves_the_outer_ones_safeguards() {
+    let db = "kip_test_nested";
+    ensure_database(db);
+    let mut c = Client::connect(&dsn_for(db), NoTls).unwrap();
+    c.batch_execute(
+        r#"CREATE OR REPLACE FUNCTION public.log_items() RETURNS trigger LANGUAGE plpgsql AS $f$
+           BEGIN
+             PERFORM public.kip_execute('UPSERT { CONCEPT ?l { {type: "Log", name: :n} } }', jsonb_build_object('n', 'log-' || NEW.name));
+             IF NEW.attributes ? 'slow' THEN PERFORM pg_sleep(1); END IF;
+             RETURN NULL;
+           END $f$;
+           DROP TRIGGER IF EXISTS log_items ON kip.concepts;
+           CREATE TRIGGER log_items AFTER INSERT ON kip.concepts FOR EACH ROW WHEN (NEW.type = 'Item') EXECUTE FUNCTION public.log_items();"#,
+    )
+    .unwrap();
+    let space = unique_space("nested");
+    ok(kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Item"} } CONCEPT ?l { {type: "$ConceptType", name: "Log"} } }"#));
+    ok(kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?a { {type: "Item", name: "A1"} } CONCEPT ?b { {type: "Item", name: "A2"} } }"#));
+    let hashes: Vec<(String, Option<String>)> = c
+        .query(
+            "SELECT after ->> 'name', command_hash FROM kip.history WHERE space = $1 AND operation = 'insert' AND after ->> 'type' IN ('Item', 'Log') ORDER BY id",
+            &[&space],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(hashes.len(), 4, "{hashes:?}");
+    assert!(hashes.iter().all(|(_, h)| h.is_some()), "every row, the outer command's included, keeps a command hash: {hashes:?}");
+    // The outer command's element-size check.
+    c.batch_execute("SET kip.max_element_size = '1kB'").unwrap();
+    let big = "x".repeat(3000);
+    let out = kip_in(
+        &mut c,
+        &space,
+        &format!(r#"UPSERT {{ CONCEPT ?a {{ {{type: "Item", name: "B1"}} }} CONCEPT ?b {{ {{type: "Item", name: "B2"}} SET ATTRIBUTES {{ big: "{big}" }} }} }}"#),
+    );
+    assert_eq!(err_code(&out), "KIP_2002", "{out}");
+    c.batch_execute("RESET kip.max_element_size").unwrap();
+    // The outer command's time budget.
+    c.batch_execute("SET kip.command_timeout = '300ms'").unwrap();
+    let started = std::time::Instant::now();
+    let out = kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?a { {type: "Item", name: "S1"} SET ATTRIBUTES { slow: true } } }"#);
+    assert_eq!(err_code(&out), "KIP_4001", "{out}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(900), "the budget held: {:?}", started.elapsed());
+    c.batch_execute("RESET kip.command_timeout; DROP TRIGGER log_items ON kip.concepts").unwrap();
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND name IN ('B1', 'B2', 'S1', 'log-B1', 'log-B2', 'log-S1')", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the refused commands wrote nothing");
+}
+
+/// Under `session_replication_role = replica` kip's triggers and
+/// foreign-key cascades do not fire: KML is refused there, reads run.
+#[test]
+fn kml_is_refused_under_a_replica_session_role() {
+    let mut c = superuser();
+    let space = unique_space("replica");
+    ok(kip_in(&mut c, &space, &upsert(r#"CONCEPT ?a { {type: "Person", name: "Ana"} }"#)));
+    c.batch_execute("SET session_replication_role = replica").unwrap();
+    let out = kip_in(&mut c, &space, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Person", name: "Ana"} }"#);
+    assert_eq!(err_code(&out), "KIP_4003", "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("session_replication_role"), "{out}");
+    assert_eq!(ok(kip_in(&mut c, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Ana"} }"#)), json!(["Ana"]));
+    c.batch_execute("RESET session_replication_role").unwrap();
+}

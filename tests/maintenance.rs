@@ -667,3 +667,29 @@ fn the_sweep_never_undoes_an_agents_concurrent_write() {
         .get(0);
     assert_eq!(landmark_links, 1, "{report}");
 }
+
+/// An `expires_at` written without a zone is read as UTC, whatever the
+/// `TimeZone` of the session that runs the cycle: at +14 a memory due in
+/// three hours was reclaimed at once.
+#[test]
+fn ttl_reads_a_zoneless_expiry_as_utc_whatever_the_session_time_zone() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "mttl_tz");
+    let due: String = c
+        .query_one("SELECT to_char((now() AT TIME ZONE 'UTC') + interval '3 hours', 'YYYY-MM-DD\"T\"HH24:MI:SS')", &[])
+        .unwrap()
+        .get(0);
+    ok(kip(
+        &mut c,
+        &format!(
+            r#"UPSERT {{ CONCEPT ?p {{ {{type: "Preference", name: "soon"}} SET ATTRIBUTES {{ description: "due in three hours" }} }}
+               WITH METADATA {{ expires_at: "{due}", memory_tier: "short-term" }} }}"#
+        ),
+        json!({}),
+    ));
+    c.batch_execute("SET TimeZone = '+14'").unwrap();
+    maintain(&mut c, &space);
+    c.batch_execute("RESET TimeZone").unwrap();
+    assert!(exists(&mut c, &space, "Preference", "soon"), "a memory due in three hours (UTC) was reclaimed");
+}

@@ -48,14 +48,14 @@ fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<
         )
         .with_hint("With the external provider, read kip.embedding_backlog and call kip_set_embedding(id, vector)."));
     }
-    backfill::embed_pending(max.map(i64::from), space.as_ref().map(|s| s.name())).unwrap_or_else(|e| raise(e))
+    subxact::with_pinned_settings(&[], || backfill::embed_pending(max.map(i64::from), space.as_ref().map(|s| s.name()))).unwrap_or_else(|e| raise(e))
 }
 
 /// Store an application's vector for an element of the current space.
 /// Returns false when the element does not exist.
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_set_embedding(id: &str, embedding: Vec<Option<f32>>) -> bool {
-    set_embedding(id, embedding).unwrap_or_else(|e| raise(e))
+    subxact::with_pinned_settings(&[], || set_embedding(id, embedding)).unwrap_or_else(|e| raise(e))
 }
 
 fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError> {
@@ -132,14 +132,14 @@ fn kip_embedding_status() -> JsonB {
     // The backlog drains only where a kip worker serves the database; a
     // database left out of `kip.worker_databases` keeps its backlog until
     // someone calls kip_embed_pending(), which is easy to miss.
-    let status = spi::query(
+    let status = subxact::with_pinned_settings(&[], || spi::query(
         "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
                 (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL),
                 EXISTS (SELECT 1 FROM pg_stat_activity
                         WHERE backend_type = 'kip worker' AND datname = current_database())",
         &[],
         Access::ReadOnly,
-    )
+    ))
     .unwrap_or_else(|e| raise(e));
     let row = &status[0];
     let mut v = availability.describe();

@@ -106,7 +106,7 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         // said so once, up front, and the same for every KML command (an
         // UPSERT that would change nothing included, as Postgres refuses
         // an INSERT that would insert nothing).
-        if let Some(e) = pg_error::read_only_refusal() {
+        if let Some(e) = pg_error::write_refusal() {
             return (envelope::single(Err(e)), true);
         }
         Some(KmlMarks::set(&cmd.command))
@@ -133,20 +133,28 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
 /// are keyed on the top-level transaction, which outlives a `ROLLBACK TO`,
 /// and plain SQL after it would be tagged as the cancelled command and
 /// checked as KML.
-struct KmlMarks;
+/// The marks in place before are put back, not cleared: a trigger on
+/// kip's tables that runs a KIP command of its own (nested in the one that
+/// fired it) must leave the outer command tagged and checked.
+struct KmlMarks {
+    outer_tag: Option<crate::governance::history::CommandTag>,
+    outer_kml: Option<u32>,
+}
 
 impl KmlMarks {
     fn set(command: &str) -> KmlMarks {
-        crate::governance::history::tag_command(Some(command));
-        crate::exec::element_size::kml_running(true);
-        KmlMarks
+        let outer_tag = Some(crate::governance::history::tag_command(Some(command)));
+        let outer_kml = crate::exec::element_size::kml_running(true);
+        KmlMarks { outer_tag, outer_kml }
     }
 }
 
 impl Drop for KmlMarks {
     fn drop(&mut self) {
-        crate::governance::history::tag_command(None);
-        crate::exec::element_size::kml_running(false);
+        if let Some(tag) = self.outer_tag.take() {
+            crate::governance::history::restore_tag(tag);
+        }
+        crate::exec::element_size::restore_kml_running(self.outer_kml);
     }
 }
 

@@ -29,6 +29,7 @@ extern "C-unwind" {
     fn get_timeout_start_time(id: TimeoutId) -> pg_sys::TimestampTz;
     fn get_timeout_finish_time(id: TimeoutId) -> pg_sys::TimestampTz;
     fn get_timeout_active(id: TimeoutId) -> bool;
+    fn enable_timeout_at(id: TimeoutId, fin_time: pg_sys::TimestampTz);
 }
 
 /// When `statement_timeout`'s timer was last armed: each statement that
@@ -91,24 +92,61 @@ pub fn limit_ms() -> i32 {
 }
 
 /// An armed budget; disarmed when dropped.
-pub struct Armed(Option<TimeoutId>);
+pub struct Armed {
+    id: Option<TimeoutId>,
+    /// The deadline of the KIP command this one runs inside (a trigger on
+    /// kip's tables that the outer command fired ran it), put back when
+    /// this one ends; and whether this one's deadline is that one.
+    outer: Option<(pg_sys::TimestampTz, bool)>,
+}
 
-/// Arm the budget for one command.
+/// Arm the budget for one command. Inside another command's budget (a KIP
+/// command run by a trigger the outer one fired) it may not outlast the
+/// outer deadline, and the outer budget is armed again when it ends:
+/// disarming it left the outer command without a time limit.
 pub fn arm() -> Armed {
-    EXPIRED.store(false, Ordering::SeqCst);
     let ms = limit_ms();
+    let registered = TIMEOUT_ID.load(Ordering::Relaxed);
+    // SAFETY: reads the timeout module's bookkeeping of this backend.
+    let outer_deadline = (registered >= 0 && unsafe { get_timeout_active(registered) })
+        .then(|| unsafe { get_timeout_finish_time(registered) });
+    if outer_deadline.is_none() {
+        EXPIRED.store(false, Ordering::SeqCst);
+    }
     if ms == 0 {
-        return Armed(None);
+        // No budget of its own: an outer one stays armed as it is.
+        return Armed { id: None, outer: None };
     }
     let id = timeout_id();
-    unsafe { enable_timeout_after(id, ms) };
-    Armed(Some(id))
+    // SAFETY: this backend's own timeout, registered above.
+    let outer = match outer_deadline {
+        Some(deadline) => {
+            let own = unsafe { pg_sys::GetCurrentTimestamp() }.saturating_add(i64::from(ms) * 1000);
+            unsafe { enable_timeout_at(id, own.min(deadline)) };
+            Some((deadline, deadline <= own))
+        }
+        None => {
+            unsafe { enable_timeout_after(id, ms) };
+            None
+        }
+    };
+    Armed { id: Some(id), outer }
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        if let Some(id) = self.0 {
-            unsafe { disable_timeout(id, false) };
+        let Some(id) = self.id else { return };
+        // SAFETY: this backend's own timeout.
+        unsafe { disable_timeout(id, false) };
+        if let Some((deadline, shared)) = self.outer {
+            // The outer command's budget goes on; one spent here is spent
+            // there too (the timer fires at once), an expiry of this
+            // command's shorter budget is not the outer one's.
+            if !shared {
+                EXPIRED.store(false, Ordering::SeqCst);
+            }
+            unsafe { enable_timeout_at(id, deadline) };
+            return;
         }
         // The budget ran out after the command's last interrupt check: the
         // cancel it requested belongs to no command, so withdraw it.

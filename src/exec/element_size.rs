@@ -22,9 +22,16 @@ thread_local! {
     static KML_RUNNING: Cell<Option<u32>> = const { Cell::new(None) };
 }
 
-/// Mark the start (`true`) or the end (`false`) of a KML command.
-pub fn kml_running(running: bool) {
-    KML_RUNNING.with(|slot| slot.set(running.then(local_transaction)));
+/// Mark the start (`true`) or the end (`false`) of a KML command; returns
+/// the mark it replaced, for [`restore_kml_running`].
+pub fn kml_running(running: bool) -> Option<u32> {
+    KML_RUNNING.with(|slot| slot.replace(running.then(local_transaction)))
+}
+
+/// Put back the mark [`kml_running`] replaced (an outer KML command's,
+/// when a trigger it fired ran another KIP command).
+pub fn restore_kml_running(mark: Option<u32>) {
+    KML_RUNNING.with(|slot| slot.set(mark));
 }
 
 fn enforced() -> bool {

@@ -68,14 +68,32 @@ pub fn statement_expired() -> Result<(), KipError> {
 }
 
 /// Why this transaction cannot write, when it cannot: the server is a
-/// standby in recovery, or the transaction is read-only. A KML command is
-/// refused with this before it runs, and a write Postgres refused is
-/// reported with it: Postgres's own message names the statement kip
-/// happened to run first (a `SELECT … FOR UPDATE` for a MERGE), not the
-/// reason, nor what to do.
-pub fn read_only_refusal() -> Option<KipError> {
-    // SAFETY: reads this backend's recovery and transaction state.
-    let (standby, read_only) = unsafe { (pg_sys::RecoveryInProgress(), pg_sys::XactReadOnly) };
+/// standby in recovery, or the transaction is read-only, or the session
+/// replays changes (`session_replication_role = replica`, where kip's
+/// triggers and foreign-key cascades do not fire: a DELETE left links to
+/// the concepts it deleted, an update no version nor history). A KML
+/// command is refused with this before it runs, and a write Postgres
+/// refused is reported with it: Postgres's own message names the
+/// statement kip happened to run first (a `SELECT … FOR UPDATE` for a
+/// MERGE), not the reason, nor what to do.
+pub fn write_refusal() -> Option<KipError> {
+    // SAFETY: reads this backend's recovery, transaction and session state.
+    let (standby, read_only, replica) = unsafe {
+        (
+            pg_sys::RecoveryInProgress(),
+            pg_sys::XactReadOnly,
+            pg_sys::SessionReplicationRole == pg_sys::SESSION_REPLICATION_ROLE_REPLICA as i32,
+        )
+    };
+    if replica {
+        return Some(
+            KipError::new(
+                ErrorCode::InternalError,
+                "write refused: session_replication_role is replica, under which kip's triggers and foreign-key cascades do not fire",
+            )
+            .with_hint("Run KML with session_replication_role = origin (SET session_replication_role = DEFAULT)."),
+        );
+    }
     if standby {
         Some(
             KipError::new(ErrorCode::InternalError, "write refused: this server is a standby in recovery, where every transaction is read-only")
@@ -111,7 +129,7 @@ pub fn classify(caught: CaughtError) -> Caught {
     let message = report.message().to_string();
     use PgSqlErrorCode::*;
     if code == ERRCODE_READ_ONLY_SQL_TRANSACTION {
-        if let Some(refusal) = read_only_refusal() {
+        if let Some(refusal) = write_refusal() {
             return Caught::Kip(refusal);
         }
     }
@@ -120,11 +138,11 @@ pub fn classify(caught: CaughtError) -> Caught {
             ErrorCode::ExecutionTimeout,
             format!("the command ran longer than kip.command_timeout ({} ms) and was rolled back", super::budget::limit_ms()),
         )
-        .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise kip.command_timeout (SET kip.command_timeout = '2min')."),
+        .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, write fewer elements per command, or raise kip.command_timeout (SET kip.command_timeout = '2min')."),
         ERRCODE_QUERY_CANCELED if message.contains("statement timeout") || super::budget::statement_timer_fired() => {
             mark_statement_expired();
             KipError::new(ErrorCode::ExecutionTimeout, format!("{STATEMENT_TIMEOUT}: {message}"))
-                .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, or raise statement_timeout.")
+                .with_hint("Narrow the pattern, lower LIMIT, reduce hops or regex use, write fewer elements per command, or raise statement_timeout.")
         }
         ERRCODE_QUERY_CANCELED => return Caught::Rethrow(caught),
         ERRCODE_LOCK_NOT_AVAILABLE => KipError::new(ErrorCode::ExecutionTimeout, format!("could not obtain a lock in time: {message}"))
@@ -167,6 +185,16 @@ pub fn classify(caught: CaughtError) -> Caught {
             format!("a value is too long to be indexed: {message}"),
         )
         .with_hint("Shorten the type, name or predicate."),
+        // Postgres's stack depth limit: a trigger on kip's tables that runs
+        // KIP commands which fire it again nests without end.
+        ERRCODE_STATEMENT_TOO_COMPLEX if message.contains("stack depth") => {
+            KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
+                .with_hint("Commands nest too deeply: a trigger on kip's tables that runs kip_execute may be firing itself again.")
+        }
+        // An error a user's trigger or function raised while kip wrote: the
+        // user's to look at, not a transient fault to retry.
+        ERRCODE_RAISE_EXCEPTION => KipError::new(ErrorCode::InternalError, format!("raised by a trigger or function outside kip: {message}"))
+            .with_hint("A trigger or function added to kip's tables refused the change; fix or disable it, or change the command."),
         ERRCODE_OUT_OF_MEMORY | ERRCODE_PROGRAM_LIMIT_EXCEEDED | ERRCODE_STATEMENT_TOO_COMPLEX => {
             KipError::new(ErrorCode::ResourceExhausted, format!("resources exhausted: {message}"))
                 .with_hint("Use LIMIT with CURSOR pagination, or narrow the pattern.")
@@ -212,6 +240,12 @@ pub fn classify(caught: CaughtError) -> Caught {
         // A role without the privileges of kip's group roles, or a write
         // refused by row-level security: an access error, not an internal
         // one.
+        // With `row_security` off, a role under row-level security gets
+        // an error from every query on kip's tables, whatever its grants.
+        ERRCODE_INSUFFICIENT_PRIVILEGE if !unsafe { pg_sys::row_security } => {
+            KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
+                .with_hint("row_security is off in this session, and this role's access to kip's tables goes through row-level security: SET row_security = on.")
+        }
         ERRCODE_INSUFFICIENT_PRIVILEGE => KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
             .with_hint("A role uses kip as a member of kip_reader (to read) or kip_writer (to write), with a grant on the space: GRANT kip_writer TO <role>; SELECT kip_grant('<space>', '<role>', 'write');"),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {

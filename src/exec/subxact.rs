@@ -49,6 +49,47 @@ unsafe fn pin_search_path() {
     );
 }
 
+/// Run `body` (SQL of kip's outside a KIP command's subtransaction: the
+/// administration and embedding functions) with `search_path` pinned as
+/// in [`run_isolated`], and the settings of `extra` (name, value) too, in
+/// a GUC nesting level of its own, the way Postgres applies a function's
+/// `SET` clauses: the caller's values come back when it ends, and an error
+/// unwinding past it has the transaction's abort put them back.
+pub fn with_pinned_settings<T>(extra: &[(&std::ffi::CStr, &std::ffi::CStr)], body: impl FnOnce() -> T) -> T {
+    if !super::known::schema_is_current() && extra.is_empty() {
+        return body();
+    }
+    // SAFETY: a GUC nesting level of this backend, closed below; settings
+    // of this backend only.
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
+    unsafe {
+        if super::known::schema_is_current() {
+            pin_search_path();
+        }
+        for (name, value) in extra {
+            set_saved(name, value);
+        }
+    }
+    let result = body();
+    // SAFETY: closes the level opened above, restoring the caller's values.
+    unsafe { pg_sys::AtEOXact_GUC(true, level) };
+    result
+}
+
+/// Set `name` to `value` for the current GUC nesting level.
+unsafe fn set_saved(name: &std::ffi::CStr, value: &std::ffi::CStr) {
+    pg_sys::set_config_option(
+        name.as_ptr(),
+        value.as_ptr(),
+        pg_sys::GucContext::PGC_USERSET,
+        pg_sys::GucSource::PGC_S_SESSION,
+        pg_sys::GucAction::GUC_ACTION_SAVE,
+        true,
+        0,
+        false,
+    );
+}
+
 pub fn run_isolated<T>(body: impl FnOnce() -> Result<T, KipError>) -> Result<T, KipError> {
     let (outer_context, outer_owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
     unsafe {

@@ -29,9 +29,18 @@ thread_local! {
 /// the backend's memory, not in a setting: a setting is the session's to
 /// change, and plain SQL could then pass its changes off as a KIP
 /// command's. The tag holds only in the transaction that set it.
-pub fn tag_command(command: Option<&str>) {
+pub fn tag_command(command: Option<&str>) -> CommandTag {
     let tag = command.map(|c| (command_hash(c), crate::exec::element_size::local_transaction()));
-    COMMAND.with(|slot| *slot.borrow_mut() = tag);
+    CommandTag(COMMAND.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), tag)))
+}
+
+/// A command tag as [`tag_command`] found it, to put back with
+/// [`restore_tag`]: a KIP command run by a trigger that another KIP
+/// command fired must leave the outer command's tag in place.
+pub struct CommandTag(Option<(String, u32)>);
+
+pub fn restore_tag(tag: CommandTag) {
+    COMMAND.with(|slot| *slot.borrow_mut() = tag.0);
 }
 
 /// The hash of the KIP command whose changes are being recorded, if one is

@@ -74,8 +74,11 @@ fn run_existing(space: &Space) -> Result<Value, KipError> {
 }
 
 /// The cycle of one space in a subtransaction; an error becomes the report.
+/// It runs in UTC: a time-to-live's `expires_at` written without a zone
+/// is read as UTC, whoever runs the cycle (a caller's `TimeZone` of +14
+/// reclaimed such memories fourteen hours early).
 pub(crate) fn run_isolated(space: &Space) -> Value {
-    match subxact::run_isolated(|| run_space(space)) {
+    match subxact::with_pinned_settings(&[(c"TimeZone", c"UTC")], || subxact::run_isolated(|| run_space(space))) {
         Ok(report) => report,
         Err(e) => json!({ "space": space.name(), "error": e.to_json() }),
     }
