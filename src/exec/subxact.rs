@@ -37,16 +37,7 @@ unsafe fn pin_search_path() {
     if !current.is_null() && std::ffi::CStr::from_ptr(current) == PINNED_SEARCH_PATH {
         return;
     }
-    pg_sys::set_config_option(
-        c"search_path".as_ptr(),
-        PINNED_SEARCH_PATH.as_ptr(),
-        pg_sys::GucContext::PGC_USERSET,
-        pg_sys::GucSource::PGC_S_SESSION,
-        pg_sys::GucAction::GUC_ACTION_SAVE,
-        true,
-        0,
-        false,
-    );
+    set_saved(c"search_path", PINNED_SEARCH_PATH);
 }
 
 /// Run `body` (SQL of kip's outside a KIP command's subtransaction: the
