@@ -578,3 +578,40 @@ fn a_users_trigger_keeps_its_own_search_path_under_kip() {
     drop(c);
     kip_integration_tests::reliability::drop_database(db);
 }
+
+/// One session sending many large query shapes (FINDs of 10 to 30 UNION
+/// branches, each a plan of megabytes) keeps its saved plans within their
+/// memory budget (64 MB as measured, `spi::MAX_SAVED_PLAN_BYTES`): capped
+/// by count alone, 84 such shapes held about 150 MB, and a thousand would
+/// hold gigabytes.
+#[test]
+fn saved_plans_stay_within_their_memory_budget() {
+    let mut c = connect();
+    fresh_space(&mut c, "plan_budget");
+    drugs(&mut c, 3);
+    let plan_bytes = |c: &mut Client| -> i64 {
+        c.query_one(
+            "SELECT coalesce(sum(total_bytes), 0)::bigint FROM pg_backend_memory_contexts WHERE name IN ('CachedPlanSource', 'CachedPlanQuery', 'CachedPlan')",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let mut peak = 0;
+    for branches in 10..31 {
+        for order in ["", " ORDER BY ?d.name ASC", " ORDER BY ?d.name DESC", " ORDER BY ?d.name ASC LIMIT 2"] {
+            let mut find = String::from(r#"FIND(?d.name) WHERE { ?d {type: "Drug", name: "Drug 0"}"#);
+            for b in 1..branches {
+                find.push_str(&format!(
+                    r#" UNION {{ ?d {{type: "Drug", name: "drug {}"}} OPTIONAL {{ (?d, "treats", ?s{b}) }} FILTER(?d.name != "x{b}") }}"#,
+                    b % 3
+                ));
+            }
+            find.push_str(" }");
+            find.push_str(order);
+            ok(kip(&mut c, &find, json!({})));
+            peak = peak.max(plan_bytes(&mut c));
+        }
+    }
+    assert!(peak < 96 << 20, "the saved plans held {} MB", peak >> 20);
+}

@@ -33,6 +33,16 @@ pub type Rows = Vec<Vec<Value>>;
 
 const MAX_SAVED_PLANS: usize = 1024;
 
+/// The memory the saved plans may hold, as their contexts measure it: a
+/// plan costs 0.1–0.3 MB for the FINDs agents send, and 3–4 MB for a FIND
+/// of twenty UNION branches, so a count alone let one session's varied
+/// shapes hold gigabytes. Past it every plan is freed, as past the count.
+const MAX_SAVED_PLAN_BYTES: usize = 64 << 20;
+
+/// Every how many new plans the held bytes are measured again: a plan's
+/// generic plan is built at its first run, after it was counted.
+const REMEASURE_EVERY: usize = 32;
+
 /// A saved plan and what it was prepared for.
 struct SavedPlan {
     sql: Box<str>,
@@ -60,6 +70,11 @@ impl SavedPlan {
 struct SavedPlans {
     by_hash: HashMap<u64, Vec<SavedPlan>>,
     count: usize,
+    /// The memory they hold, as last measured ([`plan_bytes`]).
+    bytes: usize,
+    /// The plan saved last and the bytes counted for it then: it has run
+    /// since, and its generic plan is counted at the next save.
+    last: Option<(usize, usize)>,
     /// How many of them were made for fixed values.
     fixed: usize,
 }
@@ -502,7 +517,13 @@ unsafe fn saved_plan(
     pg_sys::SPI_keepplan(plan);
     PLANS.with(|p| {
         let mut plans = p.borrow_mut();
-        if plans.count >= MAX_SAVED_PLANS {
+        if let Some((last, counted)) = plans.last.take() {
+            plans.bytes = (plans.bytes + plan_bytes(last as pg_sys::SPIPlanPtr)).saturating_sub(counted);
+        }
+        if plans.count > 0 && plans.count % REMEASURE_EVERY == 0 {
+            plans.bytes = plans.by_hash.values().flatten().map(|saved| plan_bytes(saved.plan as pg_sys::SPIPlanPtr)).sum();
+        }
+        if plans.count >= MAX_SAVED_PLANS || plans.bytes >= MAX_SAVED_PLAN_BYTES {
             for (_, old) in plans.by_hash.drain() {
                 for saved in old {
                     pg_sys::SPI_freeplan(saved.plan as pg_sys::SPIPlanPtr);
@@ -511,7 +532,12 @@ unsafe fn saved_plan(
             }
             plans.count = 0;
             plans.fixed = 0;
+            plans.bytes = 0;
+            release_freed_memory();
         }
+        let counted = plan_bytes(plan);
+        plans.bytes += counted;
+        plans.last = Some((plan as usize, counted));
         plans.count += 1;
         plans.fixed += usize::from(!fixed.is_empty());
         plans.by_hash.entry(hash).or_default().push(SavedPlan {
@@ -523,6 +549,42 @@ unsafe fn saved_plan(
         });
     });
     Ok(plan)
+}
+
+/// The memory a saved plan holds: each of its plan sources' contexts (the
+/// query trees included) and generic plan, when built.
+unsafe fn plan_bytes(plan: pg_sys::SPIPlanPtr) -> usize {
+    let sources = pg_sys::SPI_plan_get_plan_sources(plan);
+    let mut bytes = 0;
+    if sources.is_null() {
+        return bytes;
+    }
+    for i in 0..(*sources).length {
+        let source = pg_sys::list_nth(sources, i) as *mut pg_sys::CachedPlanSource;
+        if source.is_null() {
+            continue;
+        }
+        bytes += pg_sys::MemoryContextMemAllocated((*source).context, true);
+        let generic = (*source).gplan;
+        if !generic.is_null() && !(*generic).context.is_null() {
+            bytes += pg_sys::MemoryContextMemAllocated((*generic).context, true);
+        }
+    }
+    bytes
+}
+
+/// Give the memory of the plans just freed back to the system: glibc keeps
+/// freed blocks for the process, and a backend would keep its high-water
+/// mark for the rest of its connection.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's own bookkeeping; returns free memory to the system.
+        unsafe { malloc_trim(0) };
+    }
 }
 
 unsafe fn run_connected(sql: &str, params: &[SqlParam], access: Access, planning: Planning) -> Result<Rows, KipError> {
