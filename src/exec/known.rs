@@ -186,6 +186,23 @@ fn tables() -> Result<Tables, KipError> {
         registry_triggers: row.get(3) == Some(&Value::Bool(true)),
         schema: SchemaAge::of(row.get(4).and_then(Value::as_str).unwrap_or("")),
     };
+    // The current schema has these triggers ENABLE ALWAYS; a restore with
+    // `pg_dump --disable-triggers` leaves them enabled as ordinary ones,
+    // and every backend then works without the memos, a third slower,
+    // without a word. Said once a backend.
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if t.schema == SchemaAge::Current
+        && !(t.spaces_trigger && t.registry_triggers)
+        && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        pgrx::warning!(
+            "kip: its triggers spaces_changed, registry_changed and registry_truncated are not ENABLE ALWAYS \
+             (a restore with pg_dump --disable-triggers?), so kip works without its memos of spaces and definitions; \
+             as their owner: ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed; \
+             ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_changed; \
+             ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated"
+        );
+    }
     KNOWN.with(|k| k.borrow_mut().tables = Some(t));
     Ok(t)
 }
