@@ -200,7 +200,8 @@ fn tables() -> Result<Tables, KipError> {
              (a restore with pg_dump --disable-triggers?), so kip works without its memos of spaces and definitions; \
              as their owner: ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed; \
              ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_changed; \
-             ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated"
+             ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated; \
+             ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed"
         );
     }
     KNOWN.with(|k| k.borrow_mut().tables = Some(t));
