@@ -148,11 +148,13 @@ SQL
 done
 out=$(psql_at "$STANDBY_PORT" "SET kip.space = 'elsewhere'" "SELECT kip_execute('FIND(?x) WHERE { ?x {type: \"Drug\"} }') -> 'error' ->> 'hint'")
 echo "$out" | grep -q 'created on the primary' || fail "a space the standby has not seen: $out"
-out=$(psql_at "$STANDBY_PORT" "SELECT kip_create_space('elsewhere')" || true)
-echo "$out" | grep -q 'this server is a standby' || fail "kip_create_space on the standby: $out"
+for call in "kip_create_space('elsewhere')" "kip_drop_space('team')" "kip_embed_pending()"; do
+  out=$(psql_at "$STANDBY_PORT" "SELECT $call" || true)
+  echo "$out" | grep -q 'this server is a standby' || fail "$call on the standby: $out"
+done
 out=$(psql_at "$STANDBY_PORT" "SELECT kip_embedding_status() ->> 'worker'")
 echo "$out" | grep -q 'standby' || fail "kip_embedding_status on the standby: $out"
-echo "writes: refused on the standby with the reason (KML, a new space, kip_create_space), kip_embedding_status says standby"
+echo "writes: refused on the standby with the reason (KML, a new space, kip_create_space, kip_drop_space, kip_embed_pending), kip_embedding_status says standby"
 
 # 5. The primary's later writes reach the standby.
 on_primary "SELECT kip_execute('UPSERT { CONCEPT ?d { {type: \"Drug\", name: \"Zolmitriptan\"} } }')" >/dev/null

@@ -10,6 +10,7 @@ use crate::exec::pg_error::raise;
 /// Create (and bootstrap) a memory space; returns false if it existed.
 #[pg_extern(volatile)]
 fn kip_create_space(name: &str) -> bool {
+    crate::exec::pg_error::refuse_writes_here();
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
     crate::governance::access::require(&space, crate::governance::access::Privilege::Write).unwrap_or_else(|e| raise(e));
     // kip's SQL under the pinned search path (`subxact`), the look first
@@ -25,6 +26,7 @@ fn kip_create_space(name: &str) -> bool {
 /// Drop a memory space and everything in it; returns false if it did not exist.
 #[pg_extern(volatile)]
 fn kip_drop_space(name: &str) -> bool {
+    crate::exec::pg_error::refuse_writes_here();
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
     crate::governance::access::require(&space, crate::governance::access::Privilege::Admin).unwrap_or_else(|e| raise(e));
     subxact::with_pinned_settings(&[], || {

@@ -33,6 +33,8 @@ fn kip_embed(text: &str) -> Vec<f32> {
 /// returns how many vectors were stored.
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<&str>, "NULL")) -> i64 {
+    // Before the model runs on a batch whose vectors could not be stored.
+    crate::exec::pg_error::refuse_writes_here();
     let space = space.map(|s| space::validate(s).unwrap_or_else(|e| raise(e)));
     if let Some(m) = max {
         if m < 0 {
@@ -55,6 +57,7 @@ fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<
 /// Returns false when the element does not exist.
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_set_embedding(id: &str, embedding: Vec<Option<f32>>) -> bool {
+    crate::exec::pg_error::refuse_writes_here();
     subxact::with_pinned_settings(&[], || set_embedding(id, embedding)).unwrap_or_else(|e| raise(e))
 }
 

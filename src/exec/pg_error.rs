@@ -264,6 +264,17 @@ pub fn classify(caught: CaughtError) -> Caught {
     Caught::Kip(kip)
 }
 
+/// For the SQL functions that write and return values rather than the
+/// envelope: on a standby, in a read-only transaction or under a replica
+/// session role, raise the reason ([`write_refusal`]) before anything
+/// runs (Postgres's own refusal named the statement, not the reason, and
+/// `kip_embed_pending` ran the model before its first write failed).
+pub fn refuse_writes_here() {
+    if let Some(e) = write_refusal() {
+        raise(e);
+    }
+}
+
 /// Raise a KIP error as a Postgres ERROR, for SQL functions that return
 /// values rather than the KIP envelope.
 pub fn raise(e: kip_lang::KipError) -> ! {
