@@ -133,6 +133,11 @@ pub fn classify(caught: CaughtError) -> Caught {
             return Caught::Kip(refusal);
         }
     }
+    if matches!(code, ERRCODE_UNDEFINED_FUNCTION | ERRCODE_UNDEFINED_TABLE | ERRCODE_UNDEFINED_COLUMN | ERRCODE_UNDEFINED_OBJECT) {
+        if let Some(mismatch) = schema_mismatch(&message) {
+            return Caught::Kip(mismatch);
+        }
+    }
     let kip = match code {
         ERRCODE_QUERY_CANCELED if super::budget::expired() => KipError::new(
             ErrorCode::ExecutionTimeout,
@@ -150,26 +155,6 @@ pub fn classify(caught: CaughtError) -> Caught {
         ERRCODE_READ_ONLY_SQL_TRANSACTION | ERRCODE_FEATURE_NOT_SUPPORTED if message.contains("read-only") || message.contains("non-volatile") => {
             KipError::new(ErrorCode::InternalError, format!("write refused in a read-only context: {message}"))
                 .with_hint("Use kip_execute (not kip_execute_readonly) for KML, outside read-only transactions.")
-        }
-        ERRCODE_UNDEFINED_FUNCTION | ERRCODE_UNDEFINED_TABLE | ERRCODE_UNDEFINED_COLUMN | ERRCODE_UNDEFINED_OBJECT
-            if matches!(super::known::schema_age_known(), Some(SchemaAge::Older | SchemaAge::Newer)) =>
-        {
-            // The installed SQL objects are not this library's version:
-            // what is missing is the other side's to add, not a bug.
-            let library = env!("CARGO_PKG_VERSION");
-            if super::known::schema_age_known() == Some(SchemaAge::Older) {
-                KipError::new(
-                    ErrorCode::InternalError,
-                    format!("kip's SQL objects in this database are older than its library ({library}), which needs what they lack: {message}"),
-                )
-                .with_hint("Run ALTER EXTENSION kip UPDATE in this database (README, Upgrading).")
-            } else {
-                KipError::new(
-                    ErrorCode::InternalError,
-                    format!("kip's SQL objects in this database are newer than the library this server loaded ({library}): {message}"),
-                )
-                .with_hint("Restart the server after installing a new kip (it is in shared_preload_libraries), or reconnect.")
-            }
         }
         ERRCODE_PROGRAM_LIMIT_EXCEEDED if message.contains("too long for tsvector") => KipError::new(
             ErrorCode::ConstraintViolation,
@@ -262,6 +247,29 @@ pub fn classify(caught: CaughtError) -> Caught {
             .with_hint("Retry later; if it persists, report it with the command that caused it."),
     };
     Caught::Kip(kip)
+}
+
+/// A missing SQL object when the installed objects are not this library's
+/// version: what is missing is the other side's to add, not a bug.
+fn schema_mismatch(message: &str) -> Option<KipError> {
+    let library = env!("CARGO_PKG_VERSION");
+    match super::known::schema_age_known()? {
+        SchemaAge::Current => None,
+        SchemaAge::Older => Some(
+            KipError::new(
+                ErrorCode::InternalError,
+                format!("kip's SQL objects in this database are older than its library ({library}), which needs what they lack: {message}"),
+            )
+            .with_hint("Run ALTER EXTENSION kip UPDATE in this database (README, Upgrading)."),
+        ),
+        SchemaAge::Newer => Some(
+            KipError::new(
+                ErrorCode::InternalError,
+                format!("kip's SQL objects in this database are newer than the library this server loaded ({library}): {message}"),
+            )
+            .with_hint("Restart the server after installing a new kip (it is in shared_preload_libraries), or reconnect."),
+        ),
+    }
 }
 
 /// For the SQL functions that write and return values rather than the

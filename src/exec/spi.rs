@@ -517,11 +517,11 @@ unsafe fn saved_plan(
     pg_sys::SPI_keepplan(plan);
     PLANS.with(|p| {
         let mut plans = p.borrow_mut();
-        if let Some((last, counted)) = plans.last.take() {
-            plans.bytes = (plans.bytes + plan_bytes(last as pg_sys::SPIPlanPtr)).saturating_sub(counted);
-        }
+        let last = plans.last.take();
         if plans.count > 0 && plans.count % REMEASURE_EVERY == 0 {
             plans.bytes = plans.by_hash.values().flatten().map(|saved| plan_bytes(saved.plan as pg_sys::SPIPlanPtr)).sum();
+        } else if let Some((last, counted)) = last {
+            plans.bytes = (plans.bytes + plan_bytes(last as pg_sys::SPIPlanPtr)).saturating_sub(counted);
         }
         if plans.count >= MAX_SAVED_PLANS || plans.bytes >= MAX_SAVED_PLAN_BYTES {
             for (_, old) in plans.by_hash.drain() {

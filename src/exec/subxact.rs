@@ -47,14 +47,15 @@ unsafe fn pin_search_path() {
 /// `SET` clauses: the caller's values come back when it ends, and an error
 /// unwinding past it has the transaction's abort put them back.
 pub fn with_pinned_settings<T>(extra: &[(&std::ffi::CStr, &std::ffi::CStr)], body: impl FnOnce() -> T) -> T {
-    if !super::known::schema_is_current() && extra.is_empty() {
+    let current = super::known::schema_is_current();
+    if !current && extra.is_empty() {
         return body();
     }
     // SAFETY: a GUC nesting level of this backend, closed below; settings
     // of this backend only.
     let level = unsafe { pg_sys::NewGUCNestLevel() };
     unsafe {
-        if super::known::schema_is_current() {
+        if current {
             pin_search_path();
         }
         for (name, value) in extra {
