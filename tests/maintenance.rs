@@ -12,6 +12,9 @@ use std::sync::Mutex;
 
 const DB: &str = "kip_maintenance_test";
 static SERIAL: Mutex<()> = Mutex::new(());
+/// Held by the tests that connect to the cluster's `kip` database or copy
+/// and rename it.
+static KIP_DATABASE: Mutex<()> = Mutex::new(());
 
 fn connect() -> Client {
     ensure_database(DB);
@@ -594,6 +597,7 @@ fn cpu_ticks(pid: i32) -> Option<u64> {
 /// `kip.embedding_naptime` and otherwise sleeps: it does not spin a core.
 #[test]
 fn worker_sleeps_where_the_extension_is_not_installed() {
+    let _kip_database = KIP_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
     let mut c = connect();
     if !workers_registered(&mut c) {
         return;
@@ -617,6 +621,41 @@ fn worker_sleeps_where_the_extension_is_not_installed() {
     // A worker looking every 500 ms uses well under 0.1 s of these 2 s; one
     // that spins uses most of them.
     assert!(after - before < 40, "the kip worker of database kip used {} ms of CPU in 2 s", (after - before) * 10);
+}
+
+/// A worker leaves its database for a session that waits to copy or rename
+/// it (`CREATE DATABASE … TEMPLATE`, `ALTER DATABASE … RENAME`; `DROP
+/// DATABASE` takes the same lock as a rename), which would otherwise fail
+/// with "being accessed by other users" after 5 s, and comes back after
+/// its restart time. Shown on the cluster's `kip` database.
+#[test]
+fn worker_leaves_its_database_for_a_copy_or_a_rename() {
+    let _kip_database = KIP_DATABASE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    if !workers_registered(&mut c) {
+        return;
+    }
+    let clients: i64 = c
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = 'kip' AND backend_type = 'client backend'", &[])
+        .unwrap()
+        .get(0);
+    if clients > 0 {
+        eprintln!("skipped: {clients} client session(s) use database kip (a gateway?), so it cannot be copied");
+        return;
+    }
+    let first = kip_worker_pid(&mut c);
+    c.batch_execute("DROP DATABASE IF EXISTS kip_copied_by_test").unwrap();
+    let copied = c.batch_execute("CREATE DATABASE kip_copied_by_test TEMPLATE kip");
+    c.batch_execute("DROP DATABASE IF EXISTS kip_copied_by_test").unwrap();
+    copied.expect("CREATE DATABASE ... TEMPLATE kip while a kip worker serves kip");
+    let second = kip_worker_pid(&mut c);
+    assert_ne!(first, second, "the worker came back as a new process");
+    let renamed = c.batch_execute("ALTER DATABASE kip RENAME TO kip_renamed_by_test");
+    if renamed.is_ok() {
+        c.batch_execute("ALTER DATABASE kip_renamed_by_test RENAME TO kip").expect("give database kip its name back");
+    }
+    renamed.expect("ALTER DATABASE kip RENAME while a kip worker serves kip");
+    assert_ne!(kip_worker_pid(&mut c), second, "the worker came back after the rename");
 }
 
 /// The sweep locks what it reclaims or decays as it selects it, skipping

@@ -19,6 +19,9 @@
 //! stops the worker between two steps, and the postmaster starts it again
 //! 10 s later unless the server is shutting down. A failing step is logged as a WARNING
 //! and retried later; the worker itself keeps running.
+//!
+//! A worker leaves its database when a session waits to drop, rename or
+//! copy it (see [`database_wanted`]), and connects again 10 s later.
 
 use super::settings;
 use crate::embed;
@@ -34,6 +37,10 @@ const RESTART_AFTER: Duration = Duration::from_secs(10);
 /// Batches embedded in a row before the worker looks at signals and the
 /// maintenance schedule again.
 const BATCHES_PER_TURN: usize = 8;
+
+/// How often a napping worker looks whether a session waits for it to
+/// leave its database: well within the 5 s such a session waits.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 pub fn register() {
     if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
@@ -72,8 +79,12 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
             (i, Some(at)) => (at + Duration::from_secs(i as u64)).saturating_duration_since(Instant::now()),
         };
         let wait = naptime.min(until_cycle);
-        if !wait.is_zero() && !BackgroundWorker::wait_latch(Some(wait)) {
-            break;
+        if !wait.is_zero() {
+            match nap(wait) {
+                Turn::Continue => {}
+                Turn::Stop => break,
+                Turn::Leave => leave(&database),
+            }
         }
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
@@ -85,14 +96,21 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
         if !installed_at_last_look {
             continue;
         }
-        if embed_backlog() == Turn::Stop {
-            break;
+        match embed_backlog() {
+            Turn::Continue => {}
+            Turn::Stop => break,
+            Turn::Leave => leave(&database),
         }
         let interval = settings::INTERVAL.get();
         let due = interval > 0 && last_cycle.map_or(true, |at| at.elapsed() >= Duration::from_secs(interval as u64));
         if due {
-            run_cycle();
+            let turn = run_cycle();
             last_cycle = Some(Instant::now());
+            match turn {
+                Turn::Continue => {}
+                Turn::Stop => break,
+                Turn::Leave => leave(&database),
+            }
         }
     }
     log!("kip worker stopping");
@@ -119,14 +137,86 @@ fn installed() -> bool {
     })
 }
 
+/// What the worker does after a step.
 #[derive(PartialEq, Eq)]
 enum Turn {
     Continue,
+    /// SIGTERM arrived, or the postmaster died.
     Stop,
+    /// A session waits for the worker to leave its database.
+    Leave,
+}
+
+/// Wait `total` or until a signal, looking every [`LOOK_EVERY`] whether a
+/// session waits for the worker to leave its database.
+fn nap(total: Duration) -> Turn {
+    let end = Instant::now() + total;
+    loop {
+        let slice_end = (Instant::now() + LOOK_EVERY).min(end);
+        if !BackgroundWorker::wait_latch(Some(slice_end.saturating_duration_since(Instant::now()))) {
+            return Turn::Stop;
+        }
+        if database_wanted() {
+            return Turn::Leave;
+        }
+        let now = Instant::now();
+        // Woken before the slice's end: a signal (SIGHUP) to act on.
+        if now < slice_end || now >= end {
+            return Turn::Continue;
+        }
+    }
+}
+
+/// Whether a session waits for this worker to leave its database.
+///
+/// `DROP DATABASE`, `ALTER DATABASE … RENAME` and `CREATE DATABASE …
+/// TEMPLATE` lock the database object (`AccessExclusiveLock`; `ShareLock`
+/// for a template), then wait up to 5 s for every other session to leave
+/// it and fail with "database … is being accessed by other users". Postgres
+/// asks its own autovacuum workers to leave; a kip worker notices by asking,
+/// without waiting, for the lock a connecting session takes on its database
+/// (`RowExclusiveLock`, which conflicts with both, granted or awaited).
+/// Locks that leave connections alone (`COMMENT ON DATABASE`, `ALTER
+/// DATABASE … SET`) do not conflict with it.
+fn database_wanted() -> bool {
+    BackgroundWorker::transaction(|| {
+        // SAFETY: a lock of this backend's transaction, released at once.
+        unsafe {
+            let tag = pg_sys::LOCKTAG {
+                locktag_field1: 0, // a shared object: no database
+                locktag_field2: pg_sys::DatabaseRelationId.to_u32(),
+                locktag_field3: pg_sys::MyDatabaseId.to_u32(),
+                locktag_field4: 0,
+                locktag_type: pg_sys::LockTagType::LOCKTAG_OBJECT as u8,
+                locktag_lockmethodid: pg_sys::DEFAULT_LOCKMETHOD as u8,
+            };
+            let mode = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+            if pg_sys::LockAcquire(&tag, mode, false, true) == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
+                return true;
+            }
+            pg_sys::LockRelease(&tag, mode, false);
+            false
+        }
+    })
+}
+
+/// Leave the database for the session that waits for it: exit with code 1,
+/// so the postmaster starts the worker again after `RESTART_AFTER` (by
+/// then a copy is made, or the database is gone or renamed: connecting to
+/// a name that no longer exists is then FATAL at each restart, until the
+/// name leaves `kip.worker_databases`).
+fn leave(database: &str) -> ! {
+    log!(
+        "kip worker leaves database {database:?}: a session waits to drop, rename or copy it \
+         (DROP DATABASE, ALTER DATABASE ... RENAME, CREATE DATABASE ... TEMPLATE); it connects again in {} s",
+        RESTART_AFTER.as_secs()
+    );
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// Embed waiting elements, a batch per transaction, until none wait, or
-/// for `BATCHES_PER_TURN` batches; `Stop` when SIGTERM arrived meanwhile.
+/// for `BATCHES_PER_TURN` batches; `Stop` when SIGTERM arrived meanwhile,
+/// `Leave` when a session waits for the database.
 fn embed_backlog() -> Turn {
     if !matches!(embed::settings::provider(), Ok(embed::Provider::Onnx)) {
         return Turn::Continue;
@@ -155,19 +245,23 @@ fn embed_backlog() -> Turn {
         if BackgroundWorker::sigterm_received() {
             return Turn::Stop;
         }
+        if database_wanted() {
+            return Turn::Leave;
+        }
     }
     Turn::Continue
 }
 
 /// One maintenance cycle over every space, each space in a transaction of
 /// its own: a space's work is committed before the next one starts, and
-/// subtransactions never pile up across spaces.
-fn run_cycle() {
+/// subtransactions never pile up across spaces. Between two spaces it
+/// stops for SIGTERM and leaves for a session that waits for the database.
+fn run_cycle() -> Turn {
     let spaces = match BackgroundWorker::transaction(super::bootstrapped_spaces) {
         Ok(spaces) => spaces,
         Err(e) => {
             warning!("kip maintenance cycle failed: {e}");
-            return;
+            return Turn::Continue;
         }
     };
     for space in &spaces {
@@ -176,9 +270,13 @@ fn run_cycle() {
             warning!("kip maintenance of space {:?} failed: {e}", space.name());
         }
         if BackgroundWorker::sigterm_received() {
-            return;
+            return Turn::Stop;
+        }
+        if database_wanted() {
+            return Turn::Leave;
         }
     }
     log!("kip maintenance cycle done on {} space(s)", spaces.len());
     crate::governance::retention::prune_in_worker();
+    Turn::Continue
 }
