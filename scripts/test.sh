@@ -12,7 +12,8 @@
 #      load, pathological and fuzz again as the non-superuser
 #   5. the `make run` demo and a DESCRIBE PRIMER over psql
 #   6. the upgrade from the previous release (scripts/upgrade_test.sh)
-#   7. a hot standby of a small primary of its own (scripts/standby_test.sh)
+#   7. a hot standby of a small primary of its own (scripts/standby_test.sh),
+#      and a logical replication subscriber (scripts/subscriber_test.sh)
 #   8. pg_test/ SQL scenarios (a .sql script and its expected output)
 #   9. the kip-server gateway (scripts/gateway_test.sh)
 set -euo pipefail
@@ -80,6 +81,8 @@ bash scripts/upgrade_test.sh 2>&1
 
 step "a hot standby: reads as on the primary, writes refused with the reason, promotion"
 bash scripts/standby_test.sh 2>&1
+step "a logical replication subscriber: the memory copied, revokes reach open sessions, no cycle there"
+bash scripts/subscriber_test.sh 2>&1
 step "pg_test SQL scenarios"
 bash scripts/pg_scenarios.sh
 

@@ -57,13 +57,19 @@ COMMENT ON TABLE kip.space_grants IS 'Which role may read, write or administer w
 -- Each backend remembers the spaces a role was granted (kip.granted_spaces,
 -- src/governance/privileges.rs) and forgets them when this table changes:
 -- the trigger registers a relcache invalidation of the table, delivered to
--- every backend. Also where session_replication_role = replica.
+-- every backend. Also where session_replication_role = replica; a row
+-- trigger, as well as one for TRUNCATE, because a logical replication
+-- subscriber's apply fires no statement triggers but TRUNCATE's (a revoke
+-- replicated there must reach its open sessions).
 CREATE FUNCTION kip.grants_changed() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'kip_grants_changed';
 COMMENT ON FUNCTION kip.grants_changed() IS 'Tells every backend that kip.space_grants changed (kip internal)';
-CREATE TRIGGER space_grants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON kip.space_grants
+CREATE TRIGGER space_grants_changed AFTER INSERT OR UPDATE OR DELETE ON kip.space_grants
+    FOR EACH ROW EXECUTE FUNCTION kip.grants_changed();
+CREATE TRIGGER space_grants_truncated AFTER TRUNCATE ON kip.space_grants
     FOR EACH STATEMENT EXECUTE FUNCTION kip.grants_changed();
 ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed;
+ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_truncated;
 
 -- Who granted and when is written by the database, not by the granter: an
 -- admin of a space inserting a grant by plain SQL could name anyone, at any

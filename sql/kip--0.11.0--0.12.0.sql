@@ -26,6 +26,44 @@ COMMENT ON FUNCTION kip.defer_endpoint_checks() IS 'Checks the links'' endpoint 
 CREATE TRIGGER spaces_rename_defers_endpoint_checks BEFORE UPDATE OF name ON kip.spaces
     FOR EACH STATEMENT EXECUTE FUNCTION kip.defer_endpoint_checks();
 
+-- The memo triggers of kip.spaces and kip.space_grants fire for each row
+-- (and TRUNCATE), as registry_changed does: a logical replication
+-- subscriber's apply fires no statement triggers but TRUNCATE's, so a
+-- revoke replicated there did not reach its open sessions.
+DROP TRIGGER spaces_changed ON kip.spaces;
+CREATE TRIGGER spaces_changed AFTER UPDATE OR DELETE ON kip.spaces
+    FOR EACH ROW EXECUTE FUNCTION kip.spaces_changed();
+CREATE TRIGGER spaces_truncated AFTER TRUNCATE ON kip.spaces
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.spaces_changed();
+ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed;
+ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_truncated;
+DROP TRIGGER space_grants_changed ON kip.space_grants;
+CREATE TRIGGER space_grants_changed AFTER INSERT OR UPDATE OR DELETE ON kip.space_grants
+    FOR EACH ROW EXECUTE FUNCTION kip.grants_changed();
+CREATE TRIGGER space_grants_truncated AFTER TRUNCATE ON kip.space_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.grants_changed();
+ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed;
+ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_truncated;
+
+-- A space whose meta-type $ConceptType is deleted by plain SQL, or whose
+-- concepts are truncated, is bootstrapped again by its next kip_execute
+-- (see sql/schema.sql).
+CREATE FUNCTION kip.core_deleted() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        UPDATE kip.spaces SET bootstrapped_at = NULL WHERE bootstrapped_at IS NOT NULL;
+    ELSE
+        UPDATE kip.spaces SET bootstrapped_at = NULL WHERE name = OLD.space AND bootstrapped_at IS NOT NULL;
+    END IF;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION kip.core_deleted() IS 'Marks a space whose core was deleted by plain SQL for bootstrapping again (kip internal)';
+CREATE TRIGGER core_deleted AFTER DELETE ON kip.concepts
+    FOR EACH ROW WHEN (OLD.type = '$ConceptType' AND OLD.name = '$ConceptType') EXECUTE FUNCTION kip.core_deleted();
+CREATE TRIGGER core_truncated AFTER TRUNCATE ON kip.concepts
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.core_deleted();
+
 -- The predicate index carries both endpoints (see sql/schema.sql), so that a
 -- scan of a predicate's links reads no heap and is not made along the
 -- (space, subject, predicate, object) key instead. Rebuilt: it reads every

@@ -47,15 +47,20 @@ COMMENT ON COLUMN kip.spaces.capsule_level IS 'Capsule level of the space; older
 
 -- Each backend remembers which spaces are ready (src/exec/known.rs)
 -- and forgets them when this table changes: the trigger registers a relcache
--- invalidation of the table, delivered to every backend.
+-- invalidation of the table, delivered to every backend. A row trigger, as
+-- well as one for TRUNCATE: a logical replication subscriber's apply fires
+-- row triggers (and TRUNCATE's), never a statement's.
 CREATE FUNCTION kip.spaces_changed() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'kip_spaces_changed';
 COMMENT ON FUNCTION kip.spaces_changed() IS 'Tells every backend that kip.spaces changed (kip internal)';
-CREATE TRIGGER spaces_changed AFTER UPDATE OR DELETE OR TRUNCATE ON kip.spaces
+CREATE TRIGGER spaces_changed AFTER UPDATE OR DELETE ON kip.spaces
+    FOR EACH ROW EXECUTE FUNCTION kip.spaces_changed();
+CREATE TRIGGER spaces_truncated AFTER TRUNCATE ON kip.spaces
     FOR EACH STATEMENT EXECUTE FUNCTION kip.spaces_changed();
 -- Also where session_replication_role = replica (a logical replication
 -- subscriber applying a dropped space).
 ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed;
+ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_truncated;
 
 CREATE SEQUENCE kip.element_id_seq AS bigint;
 COMMENT ON SEQUENCE kip.element_id_seq IS 'Shared id sequence of concepts and propositions';
@@ -284,6 +289,28 @@ CREATE TRIGGER registry_truncated AFTER TRUNCATE ON kip.concepts
     FOR EACH STATEMENT EXECUTE FUNCTION kip.registry_changed();
 ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_changed;
 ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated;
+
+-- A space whose meta-type $ConceptType is deleted by plain SQL (KIP cannot:
+-- it is immutable), or whose concepts are truncated, is no longer
+-- bootstrapped: the next kip_execute in it runs the Genesis capsule again.
+-- Marked ready, such a space refused every write, since defining a type
+-- takes $ConceptType. Ordinary triggers: a subscriber gets the publisher's
+-- kip.spaces row.
+CREATE FUNCTION kip.core_deleted() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        UPDATE kip.spaces SET bootstrapped_at = NULL WHERE bootstrapped_at IS NOT NULL;
+    ELSE
+        UPDATE kip.spaces SET bootstrapped_at = NULL WHERE name = OLD.space AND bootstrapped_at IS NOT NULL;
+    END IF;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION kip.core_deleted() IS 'Marks a space whose core was deleted by plain SQL for bootstrapping again (kip internal)';
+CREATE TRIGGER core_deleted AFTER DELETE ON kip.concepts
+    FOR EACH ROW WHEN (OLD.type = '$ConceptType' AND OLD.name = '$ConceptType') EXECUTE FUNCTION kip.core_deleted();
+CREATE TRIGGER core_truncated AFTER TRUNCATE ON kip.concepts
+    FOR EACH STATEMENT EXECUTE FUNCTION kip.core_deleted();
 
 -- The KIP element object of a stored row, built in one call
 -- (src/exec/element_json.rs; the compiler's SQL calls them).

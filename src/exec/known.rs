@@ -61,7 +61,7 @@ struct Known {
 struct Tables {
     spaces: u32,
     concepts: u32,
-    /// `kip.spaces_changed` exists and is enabled ALWAYS.
+    /// `kip.spaces_changed` and `kip.spaces_truncated` exist and are enabled ALWAYS.
     spaces_trigger: bool,
     /// `kip.registry_changed` and `kip.registry_truncated` exist and are
     /// enabled ALWAYS.
@@ -170,9 +170,10 @@ fn tables() -> Result<Tables, KipError> {
         )
     };
     let sql = format!(
-        "SELECT 'kip.spaces'::regclass::oid::bigint, 'kip.concepts'::regclass::oid::bigint, {}, {} AND {}, \
+        "SELECT 'kip.spaces'::regclass::oid::bigint, 'kip.concepts'::regclass::oid::bigint, {} AND {}, {} AND {}, \
                 (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname = 'kip')",
         always("kip.spaces", "spaces_changed"),
+        always("kip.spaces", "spaces_truncated"),
         always("kip.concepts", "registry_changed"),
         always("kip.concepts", "registry_truncated"),
     );
@@ -196,12 +197,14 @@ fn tables() -> Result<Tables, KipError> {
         && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
         pgrx::warning!(
-            "kip: its triggers spaces_changed, registry_changed and registry_truncated are not ENABLE ALWAYS \
+            "kip: its triggers spaces_changed, spaces_truncated, registry_changed and registry_truncated are not ENABLE ALWAYS \
              (a restore with pg_dump --disable-triggers?), so kip works without its memos of spaces and definitions; \
              as their owner: ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_changed; \
+             ALTER TABLE kip.spaces ENABLE ALWAYS TRIGGER spaces_truncated; \
              ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_changed; \
              ALTER TABLE kip.concepts ENABLE ALWAYS TRIGGER registry_truncated; \
-             ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed"
+             ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_changed; \
+             ALTER TABLE kip.space_grants ENABLE ALWAYS TRIGGER space_grants_truncated"
         );
     }
     KNOWN.with(|k| k.borrow_mut().tables = Some(t));
@@ -254,7 +257,7 @@ pub fn register() {
     unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0usize)) };
 }
 
-/// `kip.spaces_changed()`: the statement-level trigger on `kip.spaces` that
+/// `kip.spaces_changed()`: the triggers on `kip.spaces` that
 /// registers the table's relcache invalidation (see the module comment).
 #[no_mangle]
 #[pgrx::pg_guard]

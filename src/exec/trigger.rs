@@ -26,7 +26,7 @@ pub(crate) unsafe fn fired_before_row(trigger: *const pg_sys::TriggerData, op: u
         && event & pg_sys::TRIGGER_EVENT_ROW != 0
 }
 
-/// The body of a statement trigger that tells every backend its table
+/// The body of a trigger (row or statement) that tells every backend its table
 /// changed: a relcache invalidation of the trigger's table, which backends
 /// that remember something read from it watch (`known`, the grants of
 /// `governance::privileges`).

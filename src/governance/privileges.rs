@@ -172,8 +172,10 @@ fn remembered_answers(user: pg_sys::Oid, sets: &[&[&str]]) -> Option<Vec<Vec<Str
 ///
 /// An answer depends on the grants and on the role's memberships, and
 /// nothing else; it is forgotten when either changes:
-/// * a statement trigger on `kip.space_grants` (`space_grants_changed`,
-///   fired by every write, TRUNCATE and COPY, also on a replica) registers a
+/// * a row trigger on `kip.space_grants` (`space_grants_changed`, fired by
+///   every write and COPY, also by a logical replication subscriber's apply,
+///   which fires no statement trigger but TRUNCATE's; `space_grants_truncated`
+///   for TRUNCATE) registers a
 ///   relcache invalidation of the table. Every call first processes the
 ///   invalidations other sessions' commits sent, so another session's grant
 ///   or revoke holds from the first policy check after its commit; this
@@ -235,9 +237,10 @@ fn watched() -> Result<Watched, KipError> {
     if let Some(w) = WATCHED.with(Cell::get) {
         return Ok(w);
     }
-    const SQL: &str = "SELECT c.oid::pg_catalog.int8, EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t \
-                         WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid AND t.tgname OPERATOR(pg_catalog.=) 'space_grants_changed' \
-                         AND t.tgenabled OPERATOR(pg_catalog.=) 'A') \
+    const SQL: &str = "SELECT c.oid::pg_catalog.int8, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_trigger t \
+                         WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid \
+                         AND t.tgname OPERATOR(pg_catalog.=) ANY ('{space_grants_changed,space_grants_truncated}'::pg_catalog.name[]) \
+                         AND t.tgenabled OPERATOR(pg_catalog.=) 'A') OPERATOR(pg_catalog.=) 2 \
                        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
                        WHERE n.nspname OPERATOR(pg_catalog.=) 'kip' AND c.relname OPERATOR(pg_catalog.=) 'space_grants'";
     let rows = spi::lookup_in_latest_snapshot(SQL, &[])?;
@@ -288,7 +291,7 @@ pub fn register() {
     }
 }
 
-/// `kip.grants_changed()`: the statement trigger on `kip.space_grants` that
+/// `kip.grants_changed()`: the triggers on `kip.space_grants` that
 /// registers the table's relcache invalidation (see [`Remembered`]).
 #[no_mangle]
 #[pgrx::pg_guard]

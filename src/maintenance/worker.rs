@@ -12,7 +12,8 @@
 //! * every `kip.maintenance_interval` seconds (first cycle right after
 //!   start), runs the maintenance cycle on every space.
 //!
-//! Where the extension is not installed (yet), the worker looks again every
+//! Where the extension is not installed (yet), or where kip's tables are a
+//! logical replication subscription's targets, the worker looks again every
 //! `kip.embedding_naptime` milliseconds, and does nothing else.
 //!
 //! SIGHUP reloads the configuration (a new interval applies at once); SIGTERM
@@ -69,6 +70,7 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
     // Until the extension is installed there is nothing to do but look
     // again a naptime later: the first cycle, due at once, waits for it.
     let mut installed_at_last_look = true;
+    let mut said_subscribed = false;
     loop {
         let naptime = Duration::from_millis(settings::EMBEDDING_NAPTIME.get().max(10) as u64);
         let interval = settings::INTERVAL.get();
@@ -92,7 +94,9 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
         if BackgroundWorker::sigterm_received() {
             break;
         }
-        installed_at_last_look = installed();
+        // A subscriber's tables count as not installed: nothing to do but
+        // look again a naptime later.
+        installed_at_last_look = installed() && !subscribed(&database, &mut said_subscribed);
         if !installed_at_last_look {
             continue;
         }
@@ -138,6 +142,33 @@ fn installed() -> bool {
 }
 
 /// What the worker does after a step.
+/// Whether kip's tables here are a logical replication subscription's
+/// targets: the publisher's worker embeds and maintains them, and what it
+/// writes arrives here. A cycle here would decay and reclaim on its own
+/// and log under ids the publisher's log takes next, stopping the
+/// subscription at its first conflict. Said once in the log while it lasts.
+fn subscribed(database: &str, said: &mut bool) -> bool {
+    let subscribed = BackgroundWorker::transaction(|| {
+        Spi::get_one::<bool>(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_subscription_rel r
+                JOIN pg_catalog.pg_class c ON c.oid = r.srrelid
+                JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'kip')",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+    });
+    if subscribed && !*said {
+        log!(
+            "kip worker: kip's tables in database {database:?} are logical replication targets; \
+             it leaves their embedding and maintenance to the publisher's worker"
+        );
+    }
+    *said = subscribed;
+    subscribed
+}
+
 #[derive(PartialEq, Eq)]
 enum Turn {
     Continue,
