@@ -58,6 +58,22 @@ fn exact_alias_fuzzy_and_description_hits_are_ranked() {
     assert_eq!(ok(kip(&mut c, r#"SEARCH CONCEPT "zzqxv" MODE "keyword""#, json!({}))), json!([]));
 }
 
+/// An application's own pg_trgm threshold does not change what SEARCH
+/// finds: kip's similar-name source runs with pg_trgm's default, and the
+/// session's setting is back afterwards.
+#[test]
+fn a_sessions_trigram_threshold_leaves_search_alone() {
+    let mut c = connect();
+    setup(&mut c);
+    c.batch_execute("SET pg_trgm.similarity_threshold = 0.9").unwrap();
+    let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "ibuprofn" MODE "keyword""#, json!({})));
+    assert_eq!(names(&hits).first().map(String::as_str), Some("Ibuprofen"), "{hits}");
+    let hits = ok(kip_readonly(&mut c, r#"SEARCH CONCEPT "ibuprofn" MODE "hybrid""#, json!({})));
+    assert_eq!(names(&hits).first().map(String::as_str), Some("Ibuprofen"), "{hits}");
+    let setting: String = c.query_one("SHOW pg_trgm.similarity_threshold", &[]).unwrap().get(0);
+    assert_eq!(setting, "0.9");
+}
+
 #[test]
 fn with_type_threshold_limit_and_modes() {
     let mut c = connect();

@@ -4,7 +4,9 @@
 //! of the query's *shape* (the canonical text of the command without its
 //! LIMIT and CURSOR, with every parameter already bound into it, plus the
 //! memory space) and the offset, keyed by a random secret created with the
-//! extension in this database (`kip.instance_secrets`). A token
+//! extension in this database (`kip.instance_secrets`) and the database's
+//! oid (a copy made with `CREATE DATABASE … TEMPLATE` has the same secret
+//! and another oid; a physical standby the same of both). A token
 //! therefore only resumes the query that produced it: an edited token, a
 //! token from another query, space or database, or random text is refused
 //! with `KIP_1001` instead of silently restarting at page one.
@@ -110,7 +112,9 @@ fn key() -> Result<(u64, u64), KipError> {
             .with_hint("Reinstall the extension (DROP EXTENSION kip; CREATE EXTENSION kip) or restore kip.instance_secrets."));
     }
     let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
-    let k = (word(0), word(8));
+    // SAFETY: this backend's database, set at connection.
+    let database = u64::from(unsafe { pgrx::pg_sys::MyDatabaseId }.to_u32());
+    let k = (word(0) ^ database.wrapping_mul(0x9e37_79b9_7f4a_7c15), word(8));
     KEY.set(Some((table, k)));
     Ok(k)
 }

@@ -151,7 +151,7 @@ pub fn classify(caught: CaughtError) -> Caught {
         }
         ERRCODE_QUERY_CANCELED => return Caught::Rethrow(caught),
         ERRCODE_LOCK_NOT_AVAILABLE => KipError::new(ErrorCode::ExecutionTimeout, format!("could not obtain a lock in time: {message}"))
-            .with_hint("Another writer holds the element; retry later."),
+            .with_hint("Another session holds a lock this command needs (a row it writes, or a whole table under LOCK TABLE, VACUUM FULL, CLUSTER or ALTER TABLE); retry later, or raise lock_timeout."),
         ERRCODE_READ_ONLY_SQL_TRANSACTION | ERRCODE_FEATURE_NOT_SUPPORTED if message.contains("read-only") || message.contains("non-volatile") => {
             KipError::new(ErrorCode::InternalError, format!("write refused in a read-only context: {message}"))
                 .with_hint("Use kip_execute (not kip_execute_readonly) for KML, outside read-only transactions.")

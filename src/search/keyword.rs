@@ -81,7 +81,7 @@ use super::word_stats::{self, WordStats};
 use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;
-use crate::exec::{extensions, spi, SqlParam};
+use crate::exec::{extensions, spi, subxact, SqlParam};
 use kip_lang::KipError;
 
 /// Words of a term that are looked up (the rest are ignored).
@@ -300,7 +300,13 @@ pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipE
         ElementKind::Concept => concepts_sql(q, k, role, ctx)?,
         ElementKind::Proposition => propositions_sql(q, k, role, ctx)?,
     };
-    let rows = spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed)?;
+    // The similar-name source's `%` reads pg_trgm's threshold from the
+    // session; kip's ranking assumes pg_trgm's default (a name scores when
+    // its similarity reaches 0.3), and an application that tunes pg_trgm
+    // for its own queries must not change what SEARCH finds.
+    let rows = subxact::with_pinned_settings(&[(c"pg_trgm.similarity_threshold", c"0.3")], || {
+        spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed)
+    })?;
     Ok(rows
         .iter()
         .filter_map(|r| Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64()?, unembedded: r[2].as_bool()? }))
