@@ -7,7 +7,8 @@
 #     already open and had read the space (kip's memo of grants is
 #     forgotten by row triggers: the apply fires no statement trigger);
 #   - the subscriber's kip worker leaves the replicated tables alone (no
-#     maintenance cycle, whose log would collide with the publisher's).
+#     maintenance cycle, whose log would collide with the publisher's), and
+#     kip_embedding_status() says so.
 # Both clusters run as the `postgres` OS user on the first two free ports
 # from 54351, in a directory of their own, removed when the test passes
 # (kept, with the logs shown, when it fails).
@@ -144,6 +145,8 @@ sleep 2.5
 as_postgres grep -q "kip maintenance cycle done" "$DIR/publisher.log" || fail "no maintenance cycle on the publisher"
 cycles=$(psql_at "$SUB_PORT" "SELECT count(*) FROM kip.maintenance_log WHERE ran_at > '$subscribed_at'")
 [ "$cycles" = 0 ] || fail "the subscriber's worker logged $cycles maintenance rows after the subscription"
-echo "the subscriber's kip worker leaves the replicated tables to the publisher's"
+status=$(psql_at "$SUB_PORT" "SELECT kip_embedding_status() ->> 'worker'")
+case "$status" in "left to the publisher"*) ;; *) fail "kip_embedding_status() on the subscriber says worker: $status" ;; esac
+echo "the subscriber's kip worker leaves the replicated tables to the publisher's, and kip_embedding_status() says so"
 psql_at "$SUB_PORT" "DROP SUBSCRIPTION kip_memory" >/dev/null 2>&1
 echo "subscriber test passed"

@@ -136,10 +136,14 @@ fn kip_embedding_status() -> JsonB {
     // database left out of `kip.worker_databases` keeps its backlog until
     // someone calls kip_embed_pending(), which is easy to miss.
     let status = subxact::with_pinned_settings(&[], || spi::query(
-        "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
-                (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL),
-                EXISTS (SELECT 1 FROM pg_stat_activity
-                        WHERE backend_type = 'kip worker' AND datname = current_database())",
+        &format!(
+            "SELECT (SELECT count(*) FROM kip.concepts WHERE embedding IS NULL),
+                    (SELECT count(*) FROM kip.propositions WHERE embedding IS NULL),
+                    EXISTS (SELECT 1 FROM pg_stat_activity
+                            WHERE backend_type = 'kip worker' AND datname = current_database()),
+                    {}",
+            crate::exec::known::KIP_TABLES_SUBSCRIBED
+        ),
         &[],
         Access::ReadOnly,
     ))
@@ -150,7 +154,10 @@ fn kip_embedding_status() -> JsonB {
     v["pending"] = json!({ "concepts": row[0], "propositions": row[1] });
     // SAFETY: reads this backend's recovery state.
     let standby = unsafe { pgrx::pg_sys::RecoveryInProgress() };
-    v["worker"] = if row[2] == json!(true) {
+    v["worker"] = if row[3] == json!(true) {
+        // The subscriber's worker leaves replicated tables alone.
+        json!("left to the publisher: kip's tables here are logical replication targets; the publisher's worker embeds, and its vectors arrive by replication")
+    } else if row[2] == json!(true) {
         json!("running")
     } else if standby {
         // kip's workers start when recovery ends; meanwhile the primary's

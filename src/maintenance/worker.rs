@@ -149,12 +149,7 @@ fn installed() -> bool {
 /// subscription at its first conflict. Said once in the log while it lasts.
 fn subscribed(database: &str, said: &mut bool) -> bool {
     let subscribed = BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_subscription_rel r
-                JOIN pg_catalog.pg_class c ON c.oid = r.srrelid
-                JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'kip')",
-        )
+        Spi::get_one::<bool>(&format!("SELECT {}", crate::exec::known::KIP_TABLES_SUBSCRIBED))
         .ok()
         .flatten()
         .unwrap_or(false)
