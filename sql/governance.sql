@@ -538,9 +538,18 @@ BEGIN
                     img -> 'attributes', img -> 'metadata', last.version + 1, (img ->> 'created_at')::timestamptz)
             RETURNING kip.propositions.version INTO new_version;
         END IF;
+        -- The element was there when looked at and deleted by another
+        -- session before the update reached it: nothing was written.
+        IF new_version IS NULL THEN
+            PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: it was deleted concurrently, nothing was reverted', id, version),
+                format('Revert it again: its history now ends with that deletion (kip_history(%L)).', id));
+        END IF;
     EXCEPTION WHEN unique_violation THEN
         PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s: another element now has its identity', id, version),
             'Delete or rename the element that took its place, then revert again.');
+    WHEN foreign_key_violation THEN
+        PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: an element or the space it refers to was deleted concurrently', id, version),
+            format('Look at what it refers to now (kip_history(%L) lists its versions), restore that first, and revert again.', id));
     END;
 
     -- A deleted element comes back with the links deleted with it (same

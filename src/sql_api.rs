@@ -15,12 +15,11 @@ fn kip_create_space(name: &str) -> bool {
     crate::governance::access::require(&space, crate::governance::access::Privilege::Write).unwrap_or_else(|e| raise(e));
     // kip's SQL under the pinned search path (`subxact`), the look first
     // included.
-    subxact::with_pinned_settings(&[], || {
-        let existed = crate::bootstrap::spaces::exists(&space)?;
-        subxact::run_isolated(|| crate::bootstrap::spaces::ensure(&space))?;
-        Ok(!existed)
-    })
-    .unwrap_or_else(|e| raise(e))
+    // Whether this call created it is the insert's to say: two sessions
+    // creating one space both find it missing, and the second one's insert
+    // waits for the first and does nothing.
+    subxact::with_pinned_settings(&[], || subxact::run_isolated(|| crate::bootstrap::spaces::ensure(&space)))
+        .unwrap_or_else(|e| raise(e))
 }
 
 /// Drop a memory space and everything in it; returns false if it did not exist.
@@ -29,8 +28,13 @@ fn kip_drop_space(name: &str) -> bool {
     crate::exec::pg_error::refuse_writes_here();
     let space = space::validate(name).unwrap_or_else(|e| raise(e));
     crate::governance::access::require(&space, crate::governance::access::Privilege::Admin).unwrap_or_else(|e| raise(e));
+    // The delete locks the space's row, then each element's as it cascades;
+    // a writer locks its elements first, and the space's row when it
+    // inserts: a deadlock's victim here is run again, as a KIP command is.
     subxact::with_pinned_settings(&[], || {
-        crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
+        subxact::run_retrying(|| {
+            crate::exec::spi::execute("DELETE FROM kip.spaces WHERE name = $1", &[SqlParam::Text(space.name().into())], Access::ReadWrite)
+        })
     })
     .unwrap_or_else(|e| raise(e))
         > 0

@@ -173,3 +173,124 @@ fn a_conflict_under_repeatable_read_says_to_rerun_the_transaction() {
     rr.batch_execute("ROLLBACK").unwrap();
     ok(kip(&mut rr, r#"UPSERT { CONCEPT ?i { {type: "Item", name: "one"} SET ATTRIBUTES { n: 2 } } }"#, json!({})));
 }
+
+/// Wait until another session waits for a lock (its pid's `wait_event_type`
+/// is `Lock`), for up to 10 s.
+fn wait_until_blocked(observer: &mut postgres::Client, pid: i32) {
+    for _ in 0..200 {
+        let blocked: bool = observer
+            .query_one("SELECT coalesce((SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1), false)", &[&pid])
+            .unwrap()
+            .get(0);
+        if blocked {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("session {pid} never waited for a lock");
+}
+
+fn pid(c: &mut postgres::Client) -> i32 {
+    c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0)
+}
+
+/// Two sessions creating the same new space at once: exactly one of them
+/// created it (both were told so before).
+#[test]
+fn kip_create_space_says_true_to_one_of_two_racing_creators() {
+    for _ in 0..5 {
+        let space = unique_space("race");
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (space, barrier) = (space.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut c = connect();
+                    barrier.wait();
+                    c.query_one("SELECT kip_create_space($1)", &[&space]).unwrap().get::<_, bool>(0)
+                })
+            })
+            .collect();
+        let created: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(created.iter().filter(|c| **c).count(), 1, "kip_create_space answers {created:?}");
+    }
+}
+
+/// `kip_drop_space` waiting for a writer's row while the writer, in the
+/// same transaction, then inserts into the space (which waits for the
+/// drop's lock of the space's row): the deadlock's victim is the drop,
+/// which runs again once the writer commits, and drops the space.
+#[test]
+fn kip_drop_space_runs_again_after_a_deadlock_with_a_writer() {
+    let space = unique_space("dropdl");
+    let mut writer = client(&space);
+    ok(kip(
+        &mut writer,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?d { {type: "Drug", name: "D1"} } }"#,
+        json!({}),
+    ));
+    let mut observer = connect();
+    writer.batch_execute("BEGIN").unwrap();
+    ok(kip(&mut writer, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "D1"} SET ATTRIBUTES { note: "held" } } }"#, json!({})));
+    let mut admin = connect();
+    let admin_pid = pid(&mut admin);
+    let dropping = {
+        let space = space.clone();
+        std::thread::spawn(move || admin.query_one("SELECT kip_drop_space($1)", &[&space]).map(|r| r.get::<_, bool>(0)))
+    };
+    wait_until_blocked(&mut observer, admin_pid);
+    // Waits for the drop's lock of the space's row: a deadlock, whose
+    // victim, the drop, runs again once this transaction ends.
+    ok(kip(&mut writer, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "D9"} } }"#, json!({})));
+    writer.batch_execute("COMMIT").unwrap();
+    let dropped = dropping.join().unwrap();
+    assert_eq!(dropped.map_err(|e| e.to_string()), Ok(true));
+    let left: i64 = observer.query_one("SELECT count(*) FROM kip.spaces WHERE name = $1", &[&space]).unwrap().get(0);
+    assert_eq!(left, 0);
+}
+
+/// `kip_revert` of an element another session deletes meanwhile says so,
+/// instead of answering as if it had restored the version.
+#[test]
+fn kip_revert_of_an_element_deleted_meanwhile_is_an_error() {
+    let space = unique_space("revdel");
+    let mut deleter = client(&space);
+    ok(kip(
+        &mut deleter,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?d { {type: "Drug", name: "D5"} SET ATTRIBUTES { v: 1 } } }"#,
+        json!({}),
+    ));
+    ok(kip(&mut deleter, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "D5"} SET ATTRIBUTES { v: 2 } } }"#, json!({})));
+    let id = ok(kip(&mut deleter, r#"FIND(?d.id) WHERE { ?d {type: "Drug", name: "D5"} }"#, json!({})))[0].as_str().unwrap().to_string();
+    let mut observer = connect();
+    deleter.batch_execute("BEGIN").unwrap();
+    ok(kip(&mut deleter, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "D5"} }"#, json!({})));
+    let mut reverter = connect();
+    let reverter_pid = pid(&mut reverter);
+    let reverting = std::thread::spawn(move || reverter.query_one("SELECT kip_revert($1, 1)", &[&id]).map(|r| r.get::<_, Value>(0)));
+    wait_until_blocked(&mut observer, reverter_pid);
+    deleter.batch_execute("COMMIT").unwrap();
+    let err = reverting.join().unwrap().expect_err("kip_revert of an element deleted meanwhile");
+    let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string());
+    assert!(message.contains("KIP_3002") && message.contains("deleted concurrently"), "{message}");
+}
+
+/// A command writing into a space another session drops meanwhile says the
+/// space went, not that some element was deleted.
+#[test]
+fn a_write_into_a_space_dropped_meanwhile_says_so() {
+    let space = unique_space("dropw");
+    let mut writer = client(&space);
+    ok(kip(&mut writer, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } }"#, json!({})));
+    let writer_pid = pid(&mut writer);
+    let mut admin = connect();
+    admin.batch_execute("BEGIN").unwrap();
+    assert!(admin.query_one("SELECT kip_drop_space($1)", &[&space]).unwrap().get::<_, bool>(0));
+    let writing = std::thread::spawn(move || kip(&mut writer, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "D1"} } }"#, json!({})));
+    let mut observer = connect();
+    wait_until_blocked(&mut observer, writer_pid);
+    admin.batch_execute("COMMIT").unwrap();
+    let out = writing.join().unwrap();
+    assert_eq!(out["error"]["code"], "KIP_3002", "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("memory space was dropped or renamed"), "{out}");
+}

@@ -77,7 +77,9 @@ fn prepare_space(space: Space, mode: Mode) -> Result<(Space, Grant), KipError> {
     // SAFETY: reads this backend's transaction state.
     let read_only_transaction = unsafe { pgrx::pg_sys::XactReadOnly };
     match grant.space_mode(mode)? {
-        Mode::ReadWrite if !read_only_transaction => spaces::ensure(&space)?,
+        Mode::ReadWrite if !read_only_transaction => {
+            spaces::ensure(&space)?;
+        }
         _ => {
             if !spaces::exists(&space)? {
                 // SAFETY: reads this backend's recovery state.

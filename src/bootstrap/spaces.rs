@@ -22,21 +22,23 @@ pub fn exists(space: &Space) -> Result<bool, KipError> {
 }
 
 /// Create the space if needed and make sure it is bootstrapped at the
-/// current capsule level. Concurrent first uses are serialized on the space's
-/// row, so the bootstrap, or a space's capsule upgrade, runs once.
-pub fn ensure(space: &Space) -> Result<(), KipError> {
+/// current capsule level; true when this call created the space's row.
+/// Concurrent first uses are serialized on the space's row, so the
+/// bootstrap, or a space's capsule upgrade, runs once.
+pub fn ensure(space: &Space) -> Result<bool, KipError> {
     // Fast paths, taken by every call after the first: a space this backend
     // knows to be ready, or one whose row says so (no insert attempt and no
     // row lock, so concurrent writers of one space never queue here).
     if known::is_ready(space) {
-        return Ok(());
+        return Ok(false);
     }
     if let Some(state) = state(space, Read::Plain)? {
         if state.bootstrapped && !state.needs_upgrade() {
-            return known::remember(space, state.xmin.as_deref());
+            known::remember(space, state.xmin.as_deref())?;
+            return Ok(false);
         }
     }
-    spi::execute(
+    let created = spi::execute(
         "INSERT INTO kip.spaces (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
         &[space.param()],
         Access::ReadWrite,
@@ -55,7 +57,7 @@ pub fn ensure(space: &Space) -> Result<(), KipError> {
     } else if let Some(from) = state.level.filter(|_| state.needs_upgrade()) {
         upgrade_capsules(space, from);
     }
-    Ok(())
+    Ok(created > 0)
 }
 
 /// The bootstrap state of a space's row.

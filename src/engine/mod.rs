@@ -54,26 +54,6 @@ pub fn run_request(req: Request, mode: Mode, space: &Space, grant: &Grant) -> Do
     envelope::batch(items)
 }
 
-/// How many times a command that hit a deadlock or serialization failure is
-/// run before the conflict is reported.
-const CONFLICT_ATTEMPTS: u32 = 5;
-
-/// The pause before running a conflicted command again: 2 ms doubling with
-/// each attempt, plus up to as much again at random. A deadlock's victim
-/// that retried at once could meet the writers of the same cycle, retrying
-/// too, in the same order; under a load of 16 writers on a hundred
-/// concepts, three immediate attempts in a row now and then all deadlocked.
-fn pause_before_retry(attempt: u32) {
-    let base_us = 2_000u64 << (attempt.saturating_sub(1)).min(4);
-    // SAFETY: Postgres's per-backend generator, then a plain sleep of this
-    // backend; the next attempt's subtransaction handles any interrupt
-    // that arrives meanwhile.
-    unsafe {
-        let pause = pgrx::pg_sys::pg_prng_uint64_range(&raw mut pgrx::pg_sys::pg_global_prng_state, base_us, 2 * base_us - 1);
-        pgrx::pg_sys::pg_usleep(pause as std::ffi::c_long);
-    }
-}
-
 /// Run one command text; returns its envelope and whether a batch must stop.
 fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Doc, bool) {
     if let Err(e) = pg_error::statement_expired() {
@@ -162,30 +142,8 @@ impl Drop for KmlMarks {
 /// time budget (`kip.command_timeout`), again when it hit a conflict that
 /// rolling it back resolved.
 fn run_isolated(body: impl Fn() -> Result<Outcome, KipError>) -> Result<Outcome, KipError> {
-    // Running a conflicted command again can succeed only when rolling it
-    // back released every row lock of the cycle: when the transaction had
-    // written nothing before the command (one that had keeps those rows
-    // locked, and the same cycle would form again, a deadlock check later).
-    // Nor under REPEATABLE READ or SERIALIZABLE, whose snapshot, taken at
-    // the transaction's first statement, would show every attempt the
-    // same conflict.
-    // SAFETY: reads this backend's transaction state.
-    let may_retry = unsafe { pgrx::pg_sys::GetTopTransactionIdIfAny() } == pgrx::pg_sys::TransactionId::INVALID
-        && !pg_error::uses_transaction_snapshot();
     let _budget = budget::arm();
-    let mut attempt = 1;
-    loop {
-        let outcome = subxact::run_isolated(&body);
-        // A deadlock with a concurrent writer rolled this command back and
-        // released its locks: run it again, a few times at most.
-        match outcome {
-            Err(e) if may_retry && pg_error::is_conflict(&e) && attempt < CONFLICT_ATTEMPTS => {
-                pause_before_retry(attempt);
-                attempt += 1;
-            }
-            outcome => return outcome,
-        }
-    }
+    subxact::run_retrying(body)
 }
 
 /// Parse and bind a command text, and refuse writes in read-only mode.

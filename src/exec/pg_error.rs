@@ -207,6 +207,13 @@ pub fn classify(caught: CaughtError) -> Caught {
         // A write that resolved its endpoints, then lost one to a DELETE
         // committed by another session before its INSERT: the referenced
         // element no longer exists.
+        // The concepts' key to their space (`concepts_space_fkey`, the one
+        // foreign key to kip.spaces): the space went, not an element.
+        ERRCODE_FOREIGN_KEY_VIOLATION if message.contains("\"concepts_space_fkey\"") => KipError::new(
+            ErrorCode::NotFound,
+            "the memory space was dropped or renamed by another session while this command wrote to it; nothing was written",
+        )
+        .with_hint("Check the space (SELECT name FROM kip.spaces), then send the command again: in a space dropped meanwhile it starts a new, empty one."),
         ERRCODE_FOREIGN_KEY_VIOLATION => KipError::new(ErrorCode::NotFound, format!("a referenced element was deleted concurrently: {message}"))
             .with_hint("Another writer deleted an element this command refers to; check it with FIND and retry."),
         // Arithmetic past the range of a number (ADD/MUL of huge values).

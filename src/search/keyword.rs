@@ -426,7 +426,7 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
            FROM docs d
          )
          SELECT s.id, s.score, s.unembedded FROM scored s WHERE s.score > 0
-         ORDER BY s.score DESC, s.name, s.id
+         ORDER BY s.score DESC, s.name COLLATE \"C\", s.id
          LIMIT {limit}"
     );
     Ok((sql, params))
