@@ -15,50 +15,11 @@
 # (kept, with the logs shown, when it fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
-BIN=$("$PG_CONFIG" --bindir)
-DB=kip_standby
+TEST=standby CLUSTERS="primary standby" FIRST_PORT=${KIP_STANDBY_TEST_PORT:-54341} DB=kip_standby
+source scripts/lib/two_clusters.sh
+PRIMARY_PORT=$PORT1
+STANDBY_PORT=$PORT2
 
-as_postgres() {
-  if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi
-}
-# Two free ports (the clusters listen on Unix sockets in /tmp only).
-port_free() { [ ! -e "/tmp/.s.PGSQL.$1" ] && [ ! -e "/tmp/.s.PGSQL.$1.lock" ]; }
-PRIMARY_PORT=${KIP_STANDBY_TEST_PORT:-54341}
-while ! port_free "$PRIMARY_PORT" || ! port_free $((PRIMARY_PORT + 1)); do PRIMARY_PORT=$((PRIMARY_PORT + 2)); done
-STANDBY_PORT=$((PRIMARY_PORT + 1))
-DIR=$(as_postgres mktemp -d /tmp/kip-standby-test.XXXXXX)
-
-stop_all() {
-  for d in "$DIR/standby" "$DIR/primary"; do
-    if as_postgres test -f "$d/postmaster.pid"; then
-      as_postgres "$BIN/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
-    fi
-  done
-}
-# On success everything goes; on failure the logs are shown and kept.
-finish() {
-  local rc=$?
-  stop_all
-  if [ "$rc" = 0 ]; then
-    as_postgres rm -rf "$DIR"
-  else
-    for log in primary standby; do
-      echo "--- $DIR/$log.log (last lines)"
-      as_postgres tail -15 "$DIR/$log.log" 2>/dev/null || true
-    done
-    echo "standby test: clusters stopped, their directories kept in $DIR"
-  fi
-}
-fail() { echo "standby test FAILED: $*"; exit 1; }
-trap finish EXIT
-
-psql_at() { # port, sql...
-  local port=$1; shift
-  local args=()
-  for sql in "$@"; do args+=(-c "$sql"); done
-  "$BIN/psql" -X -q -tA -h /tmp -p "$port" -U postgres -d $DB "${args[@]}" 2>&1
-}
 on_primary() { psql_at "$PRIMARY_PORT" "SET kip.space = 'team'" "$@"; }
 on_standby() { psql_at "$STANDBY_PORT" "SET kip.space = 'team'" "$@"; }
 # Wait until the standby has replayed everything the primary wrote so far.

@@ -14,51 +14,16 @@
 # (kept, with the logs shown, when it fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
-BIN=$("$PG_CONFIG" --bindir)
-DB=kip_subscriber
-
-as_postgres() {
-  if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi
-}
-port_free() { [ ! -e "/tmp/.s.PGSQL.$1" ] && [ ! -e "/tmp/.s.PGSQL.$1.lock" ]; }
-PUB_PORT=${KIP_SUBSCRIBER_TEST_PORT:-54351}
-while ! port_free "$PUB_PORT" || ! port_free $((PUB_PORT + 1)); do PUB_PORT=$((PUB_PORT + 2)); done
-SUB_PORT=$((PUB_PORT + 1))
-DIR=$(as_postgres mktemp -d /tmp/kip-subscriber-test.XXXXXX)
+TEST=subscriber CLUSTERS="publisher subscriber" FIRST_PORT=${KIP_SUBSCRIBER_TEST_PORT:-54351} DB=kip_subscriber
+source scripts/lib/two_clusters.sh
+PUB_PORT=$PORT1
+SUB_PORT=$PORT2
 SESSION_OUT=$(mktemp /tmp/kip-subscriber-session.XXXXXX)
-
-stop_all() {
-  for d in "$DIR/subscriber" "$DIR/publisher"; do
-    if as_postgres test -f "$d/postmaster.pid"; then
-      as_postgres "$BIN/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
-    fi
-  done
-}
-finish() {
-  local rc=$?
+cleanup() {
   jobs -p | xargs -r kill 2>/dev/null || true
-  stop_all
   rm -f "$SESSION_OUT"
-  if [ "$rc" = 0 ]; then
-    as_postgres rm -rf "$DIR"
-  else
-    for log in publisher subscriber; do
-      echo "--- $DIR/$log.log (last lines)"
-      as_postgres tail -15 "$DIR/$log.log" 2>/dev/null || true
-    done
-    echo "subscriber test: clusters stopped, their directories kept in $DIR"
-  fi
 }
-fail() { echo "subscriber test FAILED: $*"; exit 1; }
-trap finish EXIT
 
-psql_at() { # port, sql...
-  local port=$1; shift
-  local args=()
-  for sql in "$@"; do args+=(-c "$sql"); done
-  "$BIN/psql" -X -q -tA -h /tmp -p "$port" -U postgres -d $DB "${args[@]}" 2>&1
-}
 on_pub() { psql_at "$PUB_PORT" "SET kip.space = 'team'" "$@"; }
 on_sub() { psql_at "$SUB_PORT" "SET kip.space = 'team'" "$@"; }
 # Wait until `sql` answers `want` on the subscriber.
