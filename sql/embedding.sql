@@ -143,7 +143,7 @@ CREATE INDEX propositions_embedding_pending_idx ON kip.propositions (id) WHERE e
 
 -- Every element waiting for a vector, with the text to embed: what an
 -- application that embeds elsewhere (kip.embedding_provider = 'external')
--- reads before calling kip_set_embedding(id, vector).
+-- reads before calling kip_set_embedding(id, vector, grounding_text).
 CREATE VIEW kip.embedding_backlog AS
 SELECT c.space, 'C:' || c.id AS id, 'concept' AS kind,
        kip.concept_grounding_text(c.type, c.name, c.attributes) AS grounding_text

@@ -442,3 +442,16 @@ UPDATE kip.concepts SET embedding = NULL
 WHERE embedding IS NOT NULL
   AND attributes OPERATOR(pg_catalog.?|) ARRAY['goal', 'outcome', 'initial_state', 'context', 'trigger_conditions',
                           'procedure', 'failure_signals', 'applicability_context'];
+
+-- kip_set_embedding(id, vector, grounding_text): stores the vector only if
+-- the element's grounding text is still the text it was computed from (the
+-- two-argument form stored a vector of an old text for the new one, and
+-- took the element out of the backlog for good).
+CREATE  FUNCTION "kip_set_embedding"(
+	"id" TEXT, /* & str */
+	"embedding" real[], /* Vec < Option < f32 > > */
+	"grounding_text" TEXT /* & str */
+) RETURNS bool /* bool */
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'kip_set_embedding_for_text_wrapper';

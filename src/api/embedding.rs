@@ -54,14 +54,28 @@ fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<
 }
 
 /// Store an application's vector for an element of the current space.
-/// Returns false when the element does not exist.
+/// Returns false when the element does not exist. Whatever the element's
+/// text is now: the three-argument form is the safe one.
 #[pg_extern(volatile, parallel_unsafe)]
 fn kip_set_embedding(id: &str, embedding: Vec<Option<f32>>) -> bool {
     crate::exec::pg_error::refuse_writes_here();
-    subxact::with_pinned_settings(&[], || set_embedding(id, embedding)).unwrap_or_else(|e| raise(e))
+    subxact::with_pinned_settings(&[], || set_embedding(id, embedding, None)).unwrap_or_else(|e| raise(e))
 }
 
-fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError> {
+/// Store an application's vector for an element of the current space, if
+/// the element's grounding text is still `grounding_text`, the text the
+/// vector was computed from (as `kip.embedding_backlog` showed it).
+/// Returns false when the element does not exist or its text changed
+/// meanwhile: it stays in the backlog with its new text. Without the
+/// check, a vector of the old text, stored after an agent changed it,
+/// took the element out of the backlog for good.
+#[pg_extern(name = "kip_set_embedding", volatile, parallel_unsafe)]
+fn kip_set_embedding_for_text(id: &str, embedding: Vec<Option<f32>>, grounding_text: &str) -> bool {
+    crate::exec::pg_error::refuse_writes_here();
+    subxact::with_pinned_settings(&[], || set_embedding(id, embedding, Some(grounding_text))).unwrap_or_else(|e| raise(e))
+}
+
+fn set_embedding(id: &str, embedding: Vec<Option<f32>>, grounding_text: Option<&str>) -> Result<bool, KipError> {
     let vector: Vec<f32> = embedding
         .into_iter()
         .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the embedding contains NULL").with_hint("Every component must be a number.")))
@@ -71,15 +85,19 @@ fn set_embedding(id: &str, embedding: Vec<Option<f32>>) -> Result<bool, KipError
     let Some(row) = parsed.id else { return Ok(false) };
     let space = space::current()?;
     let vector_type = extensions::vector_type()?;
-    let sql = match parsed.kind {
-        ElementKind::Concept => format!("UPDATE kip.concepts SET embedding = $3::{vector_type} WHERE space = $1 AND id = $2"),
-        ElementKind::Proposition => format!(
-            "UPDATE kip.propositions SET embedding = $3::{vector_type} WHERE space = $1 AND id = $2 AND ($4::text IS NULL OR predicate = $4)"
-        ),
-    };
     let mut params = vec![space.param(), SqlParam::Int(row), SqlParam::RealArray(vector)];
-    if parsed.kind == ElementKind::Proposition {
-        params.push(parsed.predicate.map_or(SqlParam::NullText, SqlParam::Text));
+    let mut sql = match parsed.kind {
+        ElementKind::Concept => format!("UPDATE kip.concepts c SET embedding = $3::{vector_type} WHERE c.space = $1 AND c.id = $2"),
+        ElementKind::Proposition => {
+            params.push(parsed.predicate.map_or(SqlParam::NullText, SqlParam::Text));
+            format!(
+                "UPDATE kip.propositions p SET embedding = $3::{vector_type} WHERE p.space = $1 AND p.id = $2 AND ($4::text IS NULL OR p.predicate = $4)"
+            )
+        }
+    };
+    if let Some(text) = grounding_text {
+        params.push(SqlParam::Text(text.to_string()));
+        sql.push_str(&format!(" AND {} = ${}", backfill::grounding_sql(parsed.kind), params.len()));
     }
     Ok(spi::execute(&sql, &params, Access::ReadWrite)? > 0)
 }

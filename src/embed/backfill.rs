@@ -11,6 +11,7 @@
 
 use super::{runtime, settings, DIMENSIONS};
 use crate::exec::{extensions, spi, Access, SqlParam};
+use crate::compile::ids::ElementKind;
 use kip_lang::KipError;
 
 /// Model batches read from the backlog at once (then sorted by length).
@@ -57,12 +58,8 @@ impl Kind {
     /// took seconds per batch with a backlog of 20,000.
     fn store_sql(self, vector: &str) -> String {
         let (table, alias, grounding) = match self {
-            Kind::Concept => ("kip.concepts", "c", "kip.concept_grounding_text(c.type, c.name, c.attributes)"),
-            Kind::Proposition => (
-                "kip.propositions",
-                "p",
-                "kip.proposition_grounding_text(p.space, p.subject, p.predicate, p.object, p.attributes)",
-            ),
+            Kind::Concept => ("kip.concepts", "c", grounding_sql(ElementKind::Concept)),
+            Kind::Proposition => ("kip.propositions", "p", grounding_sql(ElementKind::Proposition)),
         };
         format!(
             "UPDATE {table} {alias}
@@ -71,6 +68,16 @@ impl Kind {
              WHERE {alias}.id = b.id AND ({alias}.embedding IS NULL) IS TRUE AND {grounding} = b.text
                AND {alias}.id IN (SELECT l.id FROM {table} l WHERE l.id = ANY($1::bigint[]) FOR NO KEY UPDATE SKIP LOCKED)"
         )
+    }
+}
+
+/// The SQL of an element's grounding text, the text its vector is computed
+/// from, over a row of `kip.concepts` named `c` or of `kip.propositions`
+/// named `p`.
+pub fn grounding_sql(kind: ElementKind) -> &'static str {
+    match kind {
+        ElementKind::Concept => "kip.concept_grounding_text(c.type, c.name, c.attributes)",
+        ElementKind::Proposition => "kip.proposition_grounding_text(p.space, p.subject, p.predicate, p.object, p.attributes)",
     }
 }
 

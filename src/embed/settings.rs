@@ -6,7 +6,7 @@
 //! | `kip.embedding_model_dir`   | `$sharedir/kip/all-minilm-l6-v2` | superuser | folder with `model.onnx` and `tokenizer.json` |
 //! | `kip.onnxruntime_library`   | `$pkglibdir/kip/libonnxruntime.so` | superuser | the ONNX Runtime shared library |
 //! | `kip.embedding_threads`     | `1`                              | user      | ONNX Runtime intra-op threads per backend (read when the model loads) |
-//! | `kip.embedding_batch`       | `16`                             | user      | texts per model run when the backlog is embedded |
+//! | `kip.embedding_batch`       | `16`                             | user      | texts per batch of the backlog (one store)     |
 //! | `kip.hybrid_fusion`         | `rrf`                            | user      | `rrf`: Reciprocal Rank Fusion (k = 60); `weighted`: 0.7 semantic + 0.3 keyword over min–max normalised scores |
 //!
 //! The two paths are superuser-only: they name files the server process
@@ -94,7 +94,7 @@ pub fn register() {
     );
     GucRegistry::define_int_guc(
         c"kip.embedding_batch",
-        c"Texts embedded per model run when the backlog of stale elements is embedded.",
+        c"Texts embedded per batch (one store statement) when the backlog of stale elements is embedded.",
         c"",
         &BATCH,
         1,
