@@ -240,6 +240,37 @@ fn a_writer_is_confined_to_its_space() {
     drop_role(&mut admin, &writer);
 }
 
+/// A role held to its grants gets from keyword SEARCH what a superuser
+/// gets (its statement runs as the tables' owner so that its index lookups
+/// survive row-level security, `exec::owner`), and is itself again right
+/// after: its plain SQL still sees only its spaces.
+#[test]
+fn keyword_search_answers_a_reader_as_a_superuser_and_gives_its_role_back() {
+    let mut admin = superuser();
+    let foreign = seeded_space(&mut admin, "gov_search_foreign");
+    let own = seeded_space(&mut admin, "gov_search_own");
+    ok(kip_in(&mut admin, &foreign, &upsert(r#"CONCEPT ?z { {type: "Person", name: "Zara"} SET ATTRIBUTES { person_class: "Human", description: "a zebra keeper" } }"#)));
+    ok(kip_in(&mut admin, &own, &upsert(r#"CONCEPT ?z { {type: "Person", name: "Zeno"} SET ATTRIBUTES { person_class: "Human", description: "a zebra painter" } }"#)));
+    let reader = login_role(&mut admin, "searcher", "kip_reader");
+    assert!(grant(&mut admin, &own, &reader, "read"));
+    let mut r = connect_as(&reader, DB);
+    for command in [r#"SEARCH CONCEPT "zebra" MODE "keyword""#, r#"SEARCH CONCEPT "Zeno" MODE "keyword""#, r#"SEARCH CONCEPT "Zenoo" MODE "keyword""#] {
+        // The same elements (scores may differ: a superuser's ranking
+        // statistics describe every space, a reader's only its own).
+        let names = |hits: Value| -> Vec<Value> { hits.as_array().unwrap().iter().map(|h| h["name"].clone()).collect() };
+        let as_reader = names(ok(kip_ro_in(&mut r, &own, command)));
+        assert!(!as_reader.is_empty(), "{command}");
+        assert_eq!(as_reader, names(ok(kip_ro_in(&mut admin, &own, command))), "{command}");
+        assert!(!as_reader.contains(&json!("Zara")), "{command}: {as_reader:?}");
+    }
+    let user: String = r.query_one("SELECT current_user::text", &[]).unwrap().get(0);
+    assert_eq!(user, reader);
+    assert_eq!(count(&mut r, "SELECT count(*) FROM kip.concepts WHERE space = $1", &foreign), 0);
+    assert!(count(&mut r, "SELECT count(*) FROM kip.concepts WHERE space = $1", &own) > 0);
+    drop(r);
+    drop_role(&mut admin, &reader);
+}
+
 /// Element ids are kip's: a writer cannot choose or change one, so it can
 /// neither take the id of an element deleted from a space it cannot read
 /// nor squat ids ahead of the sequence, nor pass its plain SQL off as a KIP

@@ -7,6 +7,7 @@ pub mod element_json;
 pub mod element_size;
 pub mod jsonb;
 pub mod known;
+pub mod owner;
 pub mod pg_error;
 pub mod spi;
 pub mod subxact;

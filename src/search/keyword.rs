@@ -81,7 +81,7 @@ use super::word_stats::{self, WordStats};
 use crate::compile::ids::ElementKind;
 use crate::compile::Params;
 use crate::exec::Ctx;
-use crate::exec::{extensions, spi, subxact, SqlParam};
+use crate::exec::{extensions, owner, spi, subxact, SqlParam};
 use kip_lang::KipError;
 
 /// Words of a term that are looked up (the rest are ignored).
@@ -304,8 +304,10 @@ pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipE
     // session; kip's ranking assumes pg_trgm's default (a name scores when
     // its similarity reaches 0.3), and an application that tunes pg_trgm
     // for its own queries must not change what SEARCH finds.
+    // As the owner of kip's tables (`exec::owner`): the sources' index
+    // lookups use operators row-level security keeps from an index.
     let rows = subxact::with_pinned_settings(&[(c"pg_trgm.similarity_threshold", c"0.3")], || {
-        spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed)
+        owner::as_tables_owner(|| spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed))
     })?;
     Ok(rows
         .iter()
