@@ -302,5 +302,38 @@ echo "$out" | grep -q '"code": "KIP_4003".*kip needs a UTF8 database' || fail "k
 q postgres "DROP DATABASE IF EXISTS $LATIN" >/dev/null
 echo "a LATIN1 database: CREATE EXTENSION refused, an earlier install answers KIP_4003 naming the encoding"
 
+# Before ALTER EXTENSION kip UPDATE, kip keeps the caller's search_path
+# (an older schema's objects may need it), so its keyword SEARCH must run
+# as the caller, not as the tables' owner: a function a role plants in a
+# schema on its own path runs with that role's rights only.
+PLANT=kip_upgrade_planted
+q postgres "DROP DATABASE IF EXISTS $PLANT" >/dev/null
+q postgres "CREATE DATABASE $PLANT" >/dev/null
+q $PLANT "CREATE EXTENSION kip VERSION '0.11.0' CASCADE" >/dev/null
+role="kip_planter_$$"
+q postgres "DROP ROLE IF EXISTS $role" >/dev/null
+q postgres "CREATE ROLE $role LOGIN IN ROLE kip_reader" >/dev/null
+"${PSQL[@]}" -d $PLANT >/dev/null <<SQL
+SET kip.space = 'planted';
+SELECT kip_execute('UPSERT { CONCEPT ?p { {type: "Person", name: "Ana"} SET ATTRIBUTES { person_class: "Human" } } }');
+SELECT kip_grant('planted', '$role', 'read');
+CREATE SCHEMA planted;
+CREATE TABLE planted.runs (who text);
+GRANT USAGE ON SCHEMA planted TO PUBLIC;
+GRANT INSERT ON planted.runs TO PUBLIC;
+CREATE FUNCTION planted.lower(t text) RETURNS text LANGUAGE plpgsql AS \$\$
+BEGIN INSERT INTO planted.runs VALUES (current_user); RETURN pg_catalog.lower(t); END \$\$;
+SQL
+"${PSQL[@]}" -d $PLANT -U $role >/dev/null <<'SQL'
+SET search_path = planted, pg_catalog;
+SET kip.space = 'planted';
+SELECT public.kip_execute_readonly('SEARCH CONCEPT "Ana" MODE "keyword"');
+SQL
+runs=$(q $PLANT "SELECT string_agg(DISTINCT who, ',') FROM planted.runs")
+[ "$runs" = "$role" ] || fail "a function planted on a reader's path ran as: ${runs:-nobody} (expected $role alone) on the 0.11.0 schema"
+q postgres "DROP DATABASE IF EXISTS $PLANT" >/dev/null
+q postgres "DROP ROLE IF EXISTS $role" >/dev/null
+echo "on the 0.11.0 schema, keyword SEARCH runs as the caller: a planted function runs with the reader's rights only"
+
 for db in $DB $FRESH $RESTORED; do q postgres "DROP DATABASE IF EXISTS $db" >/dev/null; done
 echo "upgrade test passed"

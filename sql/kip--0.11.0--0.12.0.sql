@@ -263,10 +263,10 @@ BEGIN
                     img -> 'attributes', img -> 'metadata', last.version + 1, (img ->> 'created_at')::timestamptz)
             RETURNING kip.propositions.version INTO new_version;
         END IF;
-        -- The element was there when looked at and deleted by another
-        -- session before the update reached it: nothing was written.
+        -- The element was there when looked at and deleted (or moved) by
+        -- another session before the update reached it: nothing was written.
         IF new_version IS NULL THEN
-            PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: it was deleted concurrently, nothing was reverted', id, version),
+            PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: it was deleted or moved to another space concurrently, nothing was reverted', id, version),
                 format('Revert it again: its history now ends with that deletion (kip_history(%L)).', id));
         END IF;
     EXCEPTION WHEN unique_violation THEN

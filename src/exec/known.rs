@@ -297,11 +297,10 @@ mod tests {
     }
 }
 
-/// SQL that answers whether kip's tables in this database are a logical
-/// replication subscription's targets: there the publisher's worker embeds
+/// SQL that answers whether kip's concepts in this database are an enabled
+/// logical replication subscription's target: there the publisher's worker embeds
 /// and maintains the memory, and what it writes arrives by replication
 /// (`maintenance::worker`, `kip_embedding_status`).
 pub const KIP_TABLES_SUBSCRIBED: &str = "EXISTS (SELECT 1 FROM pg_catalog.pg_subscription_rel r
-    JOIN pg_catalog.pg_class c ON c.oid = r.srrelid
-    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-    WHERE n.nspname = 'kip')";
+    JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
+    WHERE s.subenabled AND r.srrelid = 'kip.concepts'::pg_catalog.regclass)";

@@ -141,8 +141,7 @@ fn installed() -> bool {
     })
 }
 
-/// What the worker does after a step.
-/// Whether kip's tables here are a logical replication subscription's
+/// Whether kip's concepts here are an enabled logical replication subscription's
 /// targets: the publisher's worker embeds and maintains them, and what it
 /// writes arrives here. A cycle here would decay and reclaim on its own
 /// and log under ids the publisher's log takes next, stopping the
@@ -164,6 +163,7 @@ fn subscribed(database: &str, said: &mut bool) -> bool {
     subscribed
 }
 
+/// What the worker does after a step.
 #[derive(PartialEq, Eq)]
 enum Turn {
     Continue,
