@@ -272,7 +272,7 @@ fn kip_revert_of_an_element_deleted_meanwhile_is_an_error() {
     deleter.batch_execute("COMMIT").unwrap();
     let err = reverting.join().unwrap().expect_err("kip_revert of an element deleted meanwhile");
     let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string());
-    assert!(message.contains("KIP_3002") && message.contains("deleted concurrently"), "{message}");
+    assert!(message.contains("KIP_3002") && message.contains("deleted or moved to another space concurrently"), "{message}");
 }
 
 /// A command writing into a space another session drops meanwhile says the
