@@ -282,6 +282,14 @@ pub unsafe extern "C-unwind" fn kip_registry_changed(fcinfo: pg_sys::FunctionCal
 
 crate::exec::v1_function_info!(pg_finfo_kip_spaces_changed, pg_finfo_kip_registry_changed);
 
+/// SQL that answers whether kip's concepts in this database are an enabled
+/// logical replication subscription's target: there the publisher's worker embeds
+/// and maintains the memory, and what it writes arrives by replication
+/// (`maintenance::worker`, `kip_embedding_status`).
+pub const KIP_TABLES_SUBSCRIBED: &str = "EXISTS (SELECT 1 FROM pg_catalog.pg_subscription_rel r
+    JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
+    WHERE s.subenabled AND r.srrelid = pg_catalog.to_regclass('kip.concepts'))";
+
 #[cfg(test)]
 mod tests {
     use super::SchemaAge;
@@ -297,10 +305,3 @@ mod tests {
     }
 }
 
-/// SQL that answers whether kip's concepts in this database are an enabled
-/// logical replication subscription's target: there the publisher's worker embeds
-/// and maintains the memory, and what it writes arrives by replication
-/// (`maintenance::worker`, `kip_embedding_status`).
-pub const KIP_TABLES_SUBSCRIBED: &str = "EXISTS (SELECT 1 FROM pg_catalog.pg_subscription_rel r
-    JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
-    WHERE s.subenabled AND r.srrelid = 'kip.concepts'::pg_catalog.regclass)";

@@ -81,12 +81,8 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
             (i, Some(at)) => (at + Duration::from_secs(i as u64)).saturating_duration_since(Instant::now()),
         };
         let wait = naptime.min(until_cycle);
-        if !wait.is_zero() {
-            match nap(wait) {
-                Turn::Continue => {}
-                Turn::Stop => break,
-                Turn::Leave => leave(&database),
-            }
+        if !wait.is_zero() && stops(nap(wait), &database) {
+            break;
         }
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
@@ -96,24 +92,28 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
         }
         // A subscriber's tables count as not installed: nothing to do but
         // look again a naptime later.
-        installed_at_last_look = installed() && !subscribed(&database, &mut said_subscribed);
+        let look = look();
+        if look == Look::Subscribed && !said_subscribed {
+            log!(
+                "kip worker: kip's tables in database {database:?} are logical replication targets; \
+                 it leaves their embedding and maintenance to the publisher's worker"
+            );
+        }
+        said_subscribed = look == Look::Subscribed;
+        installed_at_last_look = look == Look::Ready;
         if !installed_at_last_look {
             continue;
         }
-        match embed_backlog() {
-            Turn::Continue => {}
-            Turn::Stop => break,
-            Turn::Leave => leave(&database),
+        if stops(embed_backlog(), &database) {
+            break;
         }
         let interval = settings::INTERVAL.get();
         let due = interval > 0 && last_cycle.map_or(true, |at| at.elapsed() >= Duration::from_secs(interval as u64));
         if due {
             let turn = run_cycle();
             last_cycle = Some(Instant::now());
-            match turn {
-                Turn::Continue => {}
-                Turn::Stop => break,
-                Turn::Leave => leave(&database),
+            if stops(turn, &database) {
+                break;
             }
         }
     }
@@ -126,41 +126,34 @@ pub extern "C-unwind" fn kip_maintenance_worker_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
-/// Whether the kip extension is installed in this database (at the version
-/// this library expects: its tables exist).
-fn installed() -> bool {
-    BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>(
-            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'kip')
-                AND to_regclass('kip.maintenance_log') IS NOT NULL
-                AND to_regprocedure('kip.concept_grounding_text(text, text, jsonb)') IS NOT NULL",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(false)
-    })
+/// What the worker finds in its database, in one query each turn.
+#[derive(PartialEq, Eq)]
+enum Look {
+    /// The kip extension is not installed (at the version this library
+    /// expects: its tables exist).
+    Absent,
+    /// kip's concepts are an enabled logical replication subscription's
+    /// target: the publisher's worker embeds and maintains them, and what
+    /// it writes arrives here. A cycle here would decay and reclaim on its
+    /// own and log under ids the publisher's log takes next, stopping the
+    /// subscription at its first conflict.
+    Subscribed,
+    Ready,
 }
 
-/// Whether kip's concepts here are an enabled logical replication subscription's
-/// targets: the publisher's worker embeds and maintains them, and what it
-/// writes arrives here. A cycle here would decay and reclaim on its own
-/// and log under ids the publisher's log takes next, stopping the
-/// subscription at its first conflict. Said once in the log while it lasts.
-fn subscribed(database: &str, said: &mut bool) -> bool {
-    let subscribed = BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>(&format!("SELECT {}", crate::exec::known::KIP_TABLES_SUBSCRIBED))
-        .ok()
-        .flatten()
-        .unwrap_or(false)
-    });
-    if subscribed && !*said {
-        log!(
-            "kip worker: kip's tables in database {database:?} are logical replication targets; \
-             it leaves their embedding and maintenance to the publisher's worker"
-        );
+fn look() -> Look {
+    let sql = format!(
+        "SELECT CASE WHEN NOT (EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'kip')
+                               AND to_regclass('kip.maintenance_log') IS NOT NULL
+                               AND to_regprocedure('kip.concept_grounding_text(text, text, jsonb)') IS NOT NULL) THEN 0
+                     WHEN {} THEN 1 ELSE 2 END",
+        crate::exec::known::KIP_TABLES_SUBSCRIBED
+    );
+    match BackgroundWorker::transaction(|| Spi::get_one::<i32>(&sql).ok().flatten()) {
+        Some(2) => Look::Ready,
+        Some(1) => Look::Subscribed,
+        _ => Look::Absent,
     }
-    *said = subscribed;
-    subscribed
 }
 
 /// What the worker does after a step.
@@ -171,6 +164,28 @@ enum Turn {
     Stop,
     /// A session waits for the worker to leave its database.
     Leave,
+}
+
+/// Whether the worker's loop ends after a step that answered `turn`; a
+/// session waiting for the database makes it leave at once.
+fn stops(turn: Turn, database: &str) -> bool {
+    match turn {
+        Turn::Continue => false,
+        Turn::Stop => true,
+        Turn::Leave => leave(database),
+    }
+}
+
+/// What to do between two steps of a turn: stop for SIGTERM, leave for a
+/// session that waits for the database, or go on.
+fn between_steps() -> Turn {
+    if BackgroundWorker::sigterm_received() {
+        Turn::Stop
+    } else if database_wanted() {
+        Turn::Leave
+    } else {
+        Turn::Continue
+    }
 }
 
 /// Wait `total` or until a signal, looking every [`LOOK_EVERY`] whether a
@@ -268,11 +283,9 @@ fn embed_backlog() -> Turn {
                 return Turn::Continue;
             }
         }
-        if BackgroundWorker::sigterm_received() {
-            return Turn::Stop;
-        }
-        if database_wanted() {
-            return Turn::Leave;
+        match between_steps() {
+            Turn::Continue => {}
+            turn => return turn,
         }
     }
     Turn::Continue
@@ -295,11 +308,9 @@ fn run_cycle() -> Turn {
         if let Some(e) = report.get("error") {
             warning!("kip maintenance of space {:?} failed: {e}", space.name());
         }
-        if BackgroundWorker::sigterm_received() {
-            return Turn::Stop;
-        }
-        if database_wanted() {
-            return Turn::Leave;
+        match between_steps() {
+            Turn::Continue => {}
+            turn => return turn,
         }
     }
     log!("kip maintenance cycle done on {} space(s)", spaces.len());
