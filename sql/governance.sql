@@ -408,6 +408,19 @@ BEGIN
 END;
 $$;
 
+-- A history id the history's trigger took is already stored: the sequence
+-- is behind the table's rows (kip.history restored without
+-- kip.history_id_seq, or a setval). Every write fails so until it is mended;
+-- the same report as kip_execute's (src/exec/pg_error.rs).
+CREATE FUNCTION kip.raise_history_id_taken(p_id text, p_version integer) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM kip.raise_kip('KIP_4003',
+        format('cannot revert %s to version %s: a history id is taken: kip.history_id_seq may be behind the stored history (the table restored without it?)', p_id, p_version),
+        'If so, as the extension''s owner: SELECT setval(''kip.history_id_seq'', (SELECT max(id) FROM kip.history));');
+END;
+$$;
+
 -- Restore the content an element had at `version`, as a new version; an
 -- element deleted since is re-created with its id, and so are the links
 -- deleted with it (in the same transaction) whose endpoints exist. The
@@ -429,6 +442,7 @@ DECLARE
     round_ids bigint[];
     exists_now boolean;
     now_in text;
+    violated text;
 BEGIN
     SELECT * INTO ref FROM kip.parse_element_ref(id);
     SELECT h.space, h.after, h.version INTO target
@@ -545,6 +559,15 @@ BEGIN
                 format('Revert it again: its history now ends with that deletion (kip_history(%L)).', id));
         END IF;
     EXCEPTION WHEN unique_violation THEN
+        -- The history row the trigger wrote collided: the history's id
+        -- sequence is behind its rows (the table restored without it), as
+        -- kip_execute reports it, not another element. (By the message:
+        -- the history trigger's error reaches here without the
+        -- constraint's name in its fields.)
+        GET STACKED DIAGNOSTICS violated = MESSAGE_TEXT;
+        IF strpos(violated, 'history_pkey') > 0 THEN
+            PERFORM kip.raise_history_id_taken(id, version);
+        END IF;
         PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s: another element now has its identity', id, version),
             'Delete or rename the element that took its place, then revert again.');
     WHEN foreign_key_violation THEN
@@ -558,6 +581,7 @@ BEGIN
     -- round by round through links about links, as far as their other
     -- endpoints exist and their predicates are defined.
     IF NOT exists_now AND last.operation = 'delete' THEN
+      BEGIN
         frontier := ARRAY[ref.element_id];
         FOR round IN 1..64 LOOP
             WITH candidates AS (
@@ -592,6 +616,13 @@ BEGIN
             restored := restored || round_ids;
             frontier := round_ids;
         END LOOP;
+      EXCEPTION WHEN unique_violation THEN
+        GET STACKED DIAGNOSTICS violated = MESSAGE_TEXT;
+        IF strpos(violated, 'history_pkey') > 0 THEN
+            PERFORM kip.raise_history_id_taken(id, version);
+        END IF;
+        RAISE;
+      END;
     END IF;
 
     RETURN jsonb_build_object(
@@ -616,6 +647,30 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY h.id
 $$;
 
+-- Default privileges (ALTER DEFAULT PRIVILEGES) of the role that creates or
+-- updates the extension grant others access to the schema and to every
+-- table and sequence the script makes, past row-level security where a
+-- table has none (kip.instance_secrets) and past "only the owner writes the
+-- history". Only kip's own grants hold: every other grantee's go.
+DO $$
+DECLARE
+    o record;
+BEGIN
+    FOR o IN
+        SELECT 'SCHEMA' AS kind, 'kip' AS object, a.grantee
+        FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+        WHERE n.nspname = 'kip' AND a.grantee <> n.nspowner
+        UNION
+        SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, 'kip.' || pg_catalog.quote_ident(c.relname), a.grantee
+        FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+        WHERE c.relnamespace = 'kip'::regnamespace AND a.grantee <> c.relowner
+    LOOP
+        CONTINUE WHEN o.grantee <> 0 AND pg_catalog.pg_get_userbyid(o.grantee) IN ('kip_reader', 'kip_writer', 'kip_admin');
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s', o.kind, o.object,
+            CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END);
+    END LOOP;
+END $$;
+
 -- Privileges. Only the extension's owner (and superusers) writes the
 -- history and the instance secrets; the rest follows the group roles, and
 -- row-level security narrows every table to the spaces a role may use.
@@ -627,6 +682,9 @@ GRANT INSERT, UPDATE, DELETE ON kip.spaces TO kip_writer;
 GRANT INSERT, UPDATE, DELETE ON kip.space_grants TO kip_writer;
 GRANT INSERT ON kip.maintenance_log TO kip_writer;
 GRANT USAGE ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq TO kip_writer;
+-- Reading the sequences lets a member dump what it may read (pg_dump
+-- --enable-row-security reads every dumped sequence's position).
+GRANT SELECT ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq, kip.history_id_seq TO kip_reader;
 
 -- pg_dump carries grants and history like the memory itself.
 SELECT pg_catalog.pg_extension_config_dump('kip.space_grants', '');

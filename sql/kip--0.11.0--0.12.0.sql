@@ -135,6 +135,19 @@ BEGIN
 END;
 $$;
 
+-- A history id the history's trigger took is already stored: the sequence
+-- is behind the table's rows (kip.history restored without
+-- kip.history_id_seq, or a setval). Every write fails so until it is mended;
+-- the same report as kip_execute's (src/exec/pg_error.rs).
+CREATE FUNCTION kip.raise_history_id_taken(p_id text, p_version integer) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM kip.raise_kip('KIP_4003',
+        format('cannot revert %s to version %s: a history id is taken: kip.history_id_seq may be behind the stored history (the table restored without it?)', p_id, p_version),
+        'If so, as the extension''s owner: SELECT setval(''kip.history_id_seq'', (SELECT max(id) FROM kip.history));');
+END;
+$$;
+
 -- kip_revert: a version's type or predicate must still be defined, and a
 -- deleted element brings back only the links its own deletion took.
 CREATE OR REPLACE FUNCTION kip_revert(id text, version integer) RETURNS jsonb
@@ -154,6 +167,7 @@ DECLARE
     round_ids bigint[];
     exists_now boolean;
     now_in text;
+    violated text;
 BEGIN
     SELECT * INTO ref FROM kip.parse_element_ref(id);
     SELECT h.space, h.after, h.version INTO target
@@ -270,6 +284,15 @@ BEGIN
                 format('Revert it again: its history now ends with that deletion (kip_history(%L)).', id));
         END IF;
     EXCEPTION WHEN unique_violation THEN
+        -- The history row the trigger wrote collided: the history's id
+        -- sequence is behind its rows (the table restored without it), as
+        -- kip_execute reports it, not another element. (By the message:
+        -- the history trigger's error reaches here without the
+        -- constraint's name in its fields.)
+        GET STACKED DIAGNOSTICS violated = MESSAGE_TEXT;
+        IF strpos(violated, 'history_pkey') > 0 THEN
+            PERFORM kip.raise_history_id_taken(id, version);
+        END IF;
         PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s: another element now has its identity', id, version),
             'Delete or rename the element that took its place, then revert again.');
     WHEN foreign_key_violation THEN
@@ -283,6 +306,7 @@ BEGIN
     -- round by round through links about links, as far as their other
     -- endpoints exist and their predicates are defined.
     IF NOT exists_now AND last.operation = 'delete' THEN
+      BEGIN
         frontier := ARRAY[ref.element_id];
         FOR round IN 1..64 LOOP
             WITH candidates AS (
@@ -317,6 +341,13 @@ BEGIN
             restored := restored || round_ids;
             frontier := round_ids;
         END LOOP;
+      EXCEPTION WHEN unique_violation THEN
+        GET STACKED DIAGNOSTICS violated = MESSAGE_TEXT;
+        IF strpos(violated, 'history_pkey') > 0 THEN
+            PERFORM kip.raise_history_id_taken(id, version);
+        END IF;
+        RAISE;
+      END;
     END IF;
 
     RETURN jsonb_build_object(
@@ -455,3 +486,31 @@ CREATE  FUNCTION "kip_set_embedding"(
 STRICT VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'kip_set_embedding_for_text_wrapper';
+
+-- A member of kip's roles dumps what it may read: pg_dump
+-- --enable-row-security reads every dumped sequence's position.
+GRANT SELECT ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq, kip.history_id_seq TO kip_reader;
+
+-- Default privileges (ALTER DEFAULT PRIVILEGES) of the role that creates or
+-- updates the extension grant others access to the schema and to every
+-- table and sequence the script makes, past row-level security where a
+-- table has none (kip.instance_secrets) and past "only the owner writes the
+-- history". Only kip's own grants hold: every other grantee's go.
+DO $$
+DECLARE
+    o record;
+BEGIN
+    FOR o IN
+        SELECT 'SCHEMA' AS kind, 'kip' AS object, a.grantee
+        FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+        WHERE n.nspname = 'kip' AND a.grantee <> n.nspowner
+        UNION
+        SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, 'kip.' || pg_catalog.quote_ident(c.relname), a.grantee
+        FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+        WHERE c.relnamespace = 'kip'::regnamespace AND a.grantee <> c.relowner
+    LOOP
+        CONTINUE WHEN o.grantee <> 0 AND pg_catalog.pg_get_userbyid(o.grantee) IN ('kip_reader', 'kip_writer', 'kip_admin');
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s', o.kind, o.object,
+            CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END);
+    END LOOP;
+END $$;

@@ -849,6 +849,23 @@ fn pg_dump_and_restore_carry_grants_and_history() {
         .status()
         .unwrap();
     assert!(status.success(), "pg_dump failed");
+    // A member of kip's roles dumps what row-level security shows it (the
+    // sequences' positions too), and is refused without row security.
+    let as_reader = |extra: &[&str]| {
+        std::process::Command::new(pg_tool("pg_dump"))
+            .args(["-h", "localhost", "-p", &p, "-U", &reader, "-Fp"])
+            .args(extra)
+            .arg(src)
+            .output()
+            .unwrap()
+    };
+    let partial = as_reader(&["--enable-row-security"]);
+    assert!(partial.status.success(), "a reader's dump failed: {}", String::from_utf8_lossy(&partial.stderr));
+    let text = String::from_utf8_lossy(&partial.stdout);
+    assert!(text.contains("\tAna\t") && text.contains(&mine), "the reader's dump lacks its space");
+    assert!(!text.contains(&theirs), "the reader's dump holds a space it may not read");
+    assert!(text.contains("setval('kip.element_id_seq'"), "the reader's dump lacks the sequences");
+    assert!(!as_reader(&[]).status.success(), "a reader's dump without --enable-row-security must be refused");
     server.batch_execute(&format!("CREATE DATABASE \"{dst}\"")).unwrap();
     let out = std::process::Command::new(pg_tool("pg_restore"))
         .args(["-h", "localhost", "-p", &p, "-U", "postgres", "--exit-on-error", "-d", dst])

@@ -107,6 +107,38 @@ fn size_limits_name_the_limit() {
         assert_eq!(err_code(&out), "KIP_1001", "{params}: {out}");
         assert!(message(&out).contains("out of range"), "{out}");
     }
+    // A number a double cannot stand for, in a parameter or in the text,
+    // is refused rather than stored as another (an integer beyond 64 bits
+    // was rounded, a non-zero number below a double's smallest magnitude
+    // became 0).
+    let upsert_dose = |v: &str| format!(r#"UPSERT {{ CONCEPT ?d {{ {{type: "Drug", name: "Big"}} SET ATTRIBUTES {{ dose: {v} }} }} }}"#);
+    for (params, reason) in [
+        (r#"{"v": 18446744073709551616}"#, "beyond 64 bits"),
+        (r#"{"v": [1, -9223372036854775809]}"#, "beyond 64 bits"),
+        (r#"{"v": {"x": 1e-400}}"#, "smallest"),
+    ] {
+        let out: Value = c.query_one("SELECT kip_execute($1, $2::text::jsonb)", &[&upsert_dose(":v"), &params]).unwrap().get(0);
+        assert_eq!(err_code(&out), "KIP_1001", "{params}: {out}");
+        assert!(message(&out).contains(reason) && out["error"]["hint"].is_string(), "{out}");
+    }
+    for literal in ["18446744073709551616", "1e-400", "-123456789012345678901234"] {
+        let out = kip(&mut c, &upsert_dose(literal), json!({}));
+        assert_eq!(err_code(&out), "KIP_1001", "{literal}: {out}");
+        assert!(message(&out).contains(literal), "{out}");
+    }
+    let stored = |c: &mut Client| -> Option<String> {
+        c.query_opt("SELECT (attributes -> 'dose')::text FROM kip.concepts WHERE space = current_setting('kip.space') AND type = 'Drug' AND name = 'Big'", &[]).unwrap().map(|r| r.get(0))
+    };
+    assert_eq!(stored(&mut c), None, "a refused number wrote nothing");
+    // 64-bit integers are kept exactly; a long decimal is the nearest double.
+    for (v, kept) in [("18446744073709551615", "18446744073709551615"), ("-9223372036854775808", "-9223372036854775808"), ("3.14159265358979323846", "3.141592653589793")] {
+        ok(kip(&mut c, &upsert_dose(v), json!({})));
+        assert_eq!(stored(&mut c).as_deref(), Some(kept), "{v}");
+        let out: Value = c.query_one("SELECT kip_execute($1, $2::text::jsonb)", &[&upsert_dose(":v"), &format!(r#"{{"v": {v}}}"#)]).unwrap().get(0);
+        ok(out);
+        assert_eq!(stored(&mut c).as_deref(), Some(kept), "{v} as a parameter");
+    }
+    ok(kip(&mut c, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Big"} }"#, json!({})));
     let request = r#"{"command": "FIND(?d) WHERE { ?d {type: \"Drug\"} FILTER(?d.attributes.dose == :v) }", "parameters": {"v": 1e400}}"#;
     let out: Value = c.query_one("SELECT kip_execute($1::text::jsonb)", &[&request]).unwrap().get(0);
     assert_eq!(err_code(&out), "KIP_1001", "{out}");

@@ -310,6 +310,34 @@ fn filter_compares_json_types_strictly() {
 /// one group of its own (null, last in first-appearance order), a member
 /// reached twice is counted once, and several aggregations each read
 /// their own inputs.
+/// One group per distinct value: an attribute stored as JSON null and one
+/// that is absent are the same null group (they were two, each showing the
+/// aggregation of both), and a name shared by concepts of two types bound
+/// by the two sides of a UNION is one group (grouping by the element, as a
+/// type fixed for every solution allows, split it).
+#[test]
+fn groups_are_distinct_values() {
+    let mut c = space_with(&[
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Node", name: "a1"} SET ATTRIBUTES { s: null } }
+          CONCEPT ?b { {type: "Node", name: "a2"} }
+          CONCEPT ?n { {type: "Area", name: "a2"} }
+          CONCEPT ?c { {type: "Node", name: "c"} SET PROPOSITIONS { ("next", ?a) ("next", ?b) ("in_area", ?n) } }
+          CONCEPT ?d { {type: "Node", name: "d"} SET PROPOSITIONS { ("next", ?b) } }
+        }"#,
+    ]);
+    let r = find(&mut c, r#"FIND(?x.attributes.s, COUNT(?y)) WHERE { ?x {type: "Node"} (?y, "next", ?x) }"#);
+    assert_eq!(r, json!([[null], [2]]));
+    let r = find(&mut c, r#"FIND(?x.attributes.s, ?x.attributes.t, COUNT(?y)) WHERE { ?x {type: "Node"} (?y, "next", ?x) }"#);
+    assert_eq!(r, json!([[[null, null]], [2]]));
+    let r = find(
+        &mut c,
+        r#"FIND(?x.name, COUNT(?y)) WHERE { ?x {type: "Node"} (?y, "next", ?x) UNION { ?x {type: "Area"} (?y, "in_area", ?x) } } ORDER BY ?x.name"#,
+    );
+    assert_eq!(r, json!([["a1", "a2"], [1, 2]]));
+}
+
 #[test]
 fn groups_keyed_by_an_element_answer_as_groups_of_values() {
     let mut c = space_with(&[

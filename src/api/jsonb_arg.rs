@@ -22,11 +22,12 @@ use serde_json::Value;
 /// How deep a JSON parameter may nest: serde_json's recursion limit.
 pub const MAX_JSON_DEPTH: usize = 128;
 
-/// A `jsonb` argument: its value, or the text of one too deep to read (or
-/// holding a number beyond a double's range).
+/// A `jsonb` argument: its value, the text of one too deep to read, or
+/// why one of its numbers is refused (`kip_lang::parse_number`).
 pub enum JsonbArg {
     Value(Value),
     Text(String),
+    RefusedNumber(String),
 }
 
 impl JsonbArg {
@@ -35,6 +36,10 @@ impl JsonbArg {
         let text = match self {
             JsonbArg::Value(v) => return Ok(v),
             JsonbArg::Text(t) => t,
+            JsonbArg::RefusedNumber(reason) => {
+                return Err(KipError::new(ErrorCode::InvalidSyntax, format!("{what}: {reason}"))
+                    .with_hint(kip_lang::NUMBER_RANGE_HINT))
+            }
         };
         serde_json::from_str(&text).map_err(|e| {
             let reason = e.to_string();
@@ -60,9 +65,13 @@ impl FromDatum for JsonbArg {
             return None;
         }
         // SAFETY: a non-null jsonb datum.
-        use crate::exec::jsonb::{to_value_with, BigNumbers};
+        use crate::exec::jsonb::{take_refused_number, to_value_with, BigNumbers};
+        take_refused_number();
         if let Some(value) = unsafe { to_value_with(datum, BigNumbers::Refuse) } {
             return Some(JsonbArg::Value(value));
+        }
+        if let Some(reason) = take_refused_number() {
+            return Some(JsonbArg::RefusedNumber(reason));
         }
         // jsonb_out detoasts its argument and returns a palloc'd C string.
         let text = unsafe {

@@ -599,20 +599,14 @@ fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item],
     let mut acc = SolutionAccess::new("s", vars);
     let mut b_select = vec!["s.ord AS ord".to_string()];
     let mut group_paths: Vec<DotPath> = Vec::new();
-    let mut gcols = Vec::new();
     let mut gexprs = Vec::new();
     for item in items {
         if let Item::Column(paths) = item {
             for p in paths {
                 group_paths.push(p.clone());
-                if keyed.is_some() {
-                    continue;
+                if keyed.is_none() {
+                    gexprs.push(path_json(&mut acc, cx, p)?);
                 }
-                let v = path_json(&mut acc, cx, p)?;
-                let g = format!("g{}", gcols.len());
-                b_select.push(format!("{v} AS {g}"));
-                gexprs.push(v);
-                gcols.push(g);
             }
         }
     }
@@ -635,7 +629,10 @@ fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item],
     }
     // The group's key: its values as one jsonb array, or the element's id
     // (0 for an unbound variable, so that its group still joins its
-    // aggregations).
+    // aggregations). The groups are the keys' and their values are read
+    // back from them: an absent value (SQL NULL) and a stored JSON null are
+    // one value in the array, and grouping on the values beside it split
+    // such a group in two, each joined to the whole group's aggregations.
     let gk = match &keyed {
         Some(v) => format!("coalesce(s.{}, 0)", v.column),
         None => format!("jsonb_build_array({})", gexprs.join(", ")),
@@ -667,8 +664,7 @@ fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item],
         ));
         ctes.push(format!("a{n} AS (SELECT gk, val FROM grp)"));
     } else {
-        let group_values: String = gcols.iter().map(|g| format!(", {g}")).collect();
-        ctes.push(format!("grp AS (SELECT gk{group_values}, min(ord) AS ord{min_ids} FROM b GROUP BY gk{group_values})"));
+        ctes.push(format!("grp AS (SELECT gk, min(ord) AS ord{min_ids} FROM b GROUP BY gk)"));
     }
     // A keyed group's values, read from its element's row once per group,
     // by a lookup of its id (a join was planned for the generic estimate of
@@ -681,7 +677,7 @@ fn grouped_plan(cx: &mut Cx, vars: &[VarBinding], q: &FindQuery, items: &[Item],
     for (i, p) in group_paths.iter().enumerate() {
         gvals.push(match group_access.as_mut() {
             Some(access) => path_json(access, cx, p)?,
-            None => format!("grp.g{i}"),
+            None => format!("(grp.gk -> {i})"),
         });
     }
     for n in aggs.iter().filter(|n| merged.is_none_or(|(m, _)| m != **n)) {
@@ -775,8 +771,13 @@ fn keyed_group(vars: &[VarBinding], clauses: &[WhereClause], items: &[Item]) -> 
         .collect();
     let name = &paths.first()?.var;
     let var = vars.iter().find(|v| &v.name == name)?;
+    // Only a clause every solution satisfies fixes the type: one before a
+    // UNION holds for the solutions of that side alone, and the branch may
+    // bind the variable to a concept of another type, with the same name.
     let type_fixed = || {
-        clauses.iter().any(|c| matches!(c, WhereClause::Concept { var, selector: ConceptSelector::Type(_) | ConceptSelector::TypeName { .. } } if var == name))
+        kip_lang::ast::after_last_union(clauses)
+            .iter()
+            .any(|c| matches!(c, WhereClause::Concept { var, selector: ConceptSelector::Type(_) | ConceptSelector::TypeName { .. } } if var == name))
     };
     let determined = |p: &&DotPath| match p.field {
         PathField::Whole | PathField::Id => var.kind != VarKind::Predicate,

@@ -238,6 +238,11 @@ pub fn classify(caught: CaughtError) -> Caught {
             KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
                 .with_hint("row_security is off in this session, and this role's access to kip's tables goes through row-level security: SET row_security = on.")
         }
+        // Postgres checks a link's endpoints as the owner of kip's tables:
+        // an owner other than the extension's may lack USAGE on schema kip
+        // where the caller has it (README "Roles").
+        ERRCODE_INSUFFICIENT_PRIVILEGE if message.contains("schema kip") => KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
+            .with_hint("Members of kip_reader and kip_writer have USAGE on schema kip. If this role is one (or a superuser), the role refused is the owner of kip's tables, as which Postgres checks links' endpoints: GRANT USAGE ON SCHEMA kip TO <that owner>; otherwise: GRANT kip_writer TO <role>; SELECT kip_grant('<space>', '<role>', 'write');"),
         ERRCODE_INSUFFICIENT_PRIVILEGE => KipError::new(ErrorCode::ImmutableTarget, format!("access denied: {message}"))
             .with_hint("A role uses kip as a member of kip_reader (to read) or kip_writer (to write), with a grant on the space: GRANT kip_writer TO <role>; SELECT kip_grant('<space>', '<role>', 'write');"),
         ERRCODE_T_R_SERIALIZATION_FAILURE | ERRCODE_T_R_DEADLOCK_DETECTED => {

@@ -98,12 +98,31 @@ pub fn quote(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
 }
 
-/// Parse a number token with JSON semantics (integers stay integers,
-/// everything else is f64). Out-of-range values are an error.
+/// Parse a number token with JSON semantics: an integer within 64 bits
+/// stays an integer, anything else is the nearest double (a decimal with
+/// more digits than a double holds is rounded, as JSON parsers read it).
+/// A number a double cannot stand for is an error, since it would be
+/// stored as another one: beyond its range (above ~1.8e308), non-zero
+/// below its smallest magnitude (~4.9e-324, read as 0), and an integer
+/// beyond 64 bits written without an exponent (`18446744073709551616`
+/// would be stored as `18446744073709552000`).
 pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
-    serde_json::from_str::<serde_json::Number>(text)
-        .map_err(|_| format!("number '{text}' is out of range"))
+    let n = serde_json::from_str::<serde_json::Number>(text)
+        .map_err(|_| format!("number '{text}' is out of range (beyond a double's ±1.8e308)"))?;
+    let Some(f) = n.as_f64().filter(|_| n.is_f64()) else { return Ok(n) };
+    let digits = text.split(['e', 'E']).next().unwrap_or(text);
+    if f == 0.0 && digits.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        return Err(format!("number '{text}' is out of range (below a double's smallest magnitude, ~4.9e-324: it would be stored as 0)"));
+    }
+    if f != 0.0 && !text.contains(['.', 'e', 'E']) {
+        return Err(format!("integer '{text}' is beyond 64 bits (it would be stored as {f:e})"));
+    }
+    Ok(n)
 }
+
+/// The hint for a number [`parse_number`] refuses.
+pub const NUMBER_RANGE_HINT: &str =
+    "KIP numbers are 64-bit integers or doubles: write a number outside them as a string to keep it as written, or with an exponent (1.8e19) to store the nearest double.";
 
 #[cfg(test)]
 mod tests {
@@ -133,6 +152,18 @@ mod tests {
         assert_eq!(parse_number("42").unwrap().as_u64(), Some(42));
         assert_eq!(parse_number("-3").unwrap().as_i64(), Some(-3));
         assert_eq!(parse_number("2.5e3").unwrap().as_f64(), Some(2500.0));
+        assert!(parse_number("18446744073709551615").unwrap().is_u64());
+        assert!(parse_number("-9223372036854775808").unwrap().is_i64());
+        assert!(parse_number("18446744073709551616").unwrap_err().contains("beyond 64 bits"));
+        assert!(parse_number("-9223372036854775809").unwrap_err().contains("beyond 64 bits"));
+        assert_eq!(parse_number("1.8446744073709552e19").unwrap().as_f64(), Some(18446744073709551616.0));
+        assert!(parse_number("1e-400").unwrap_err().contains("smallest"));
+        assert!(parse_number("1e309").unwrap_err().contains("out of range"));
+        assert_eq!(parse_number("0e-400").unwrap().as_f64(), Some(0.0));
+        assert_eq!(parse_number("-0").unwrap().as_f64(), Some(0.0));
+        assert_eq!(parse_number("0.0").unwrap().as_f64(), Some(0.0));
+        // Rounded to the nearest double, as JSON parsers read it.
+        assert_eq!(parse_number("3.14159265358979323846").unwrap().as_f64(), Some(std::f64::consts::PI));
         assert!(parse_number("1e400").is_err());
     }
 }

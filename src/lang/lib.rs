@@ -20,7 +20,7 @@ pub mod printer;
 mod syntax_error;
 
 pub use error::{quoted, ErrorCode, KipError};
-pub use lexical::is_identifier;
+pub use lexical::{is_identifier, parse_number, NUMBER_RANGE_HINT};
 
 /// Maximum bracket nesting depth (`(`, `{`, `[`) accepted by [`parse`].
 pub const MAX_NESTING_DEPTH: usize = depth::MAX_DEPTH;

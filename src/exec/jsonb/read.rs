@@ -186,11 +186,32 @@ unsafe fn string_of(v: &pg_sys::JsonbValue) -> String {
 /// value written by plain SQL), which JSON numbers cannot carry between
 /// programs (RFC 7493 §2.2); every reader of the element still gets it.
 fn number(text: &str, big: BigNumbers) -> Option<Value> {
+    if big == BigNumbers::Refuse {
+        // A parameter's number is refused as the same literal in a command
+        // text would be (beyond 64 bits, beyond a double's range).
+        return match kip_lang::parse_number(text) {
+            Ok(n) => Some(Value::Number(n)),
+            Err(reason) => {
+                REFUSED_NUMBER.with(|r| *r.borrow_mut() = Some(reason));
+                None
+            }
+        };
+    }
     match text.parse::<Number>() {
         Ok(n) => Some(Value::Number(n)),
-        Err(_) if big == BigNumbers::AsText => Some(Value::String(text.to_owned())),
-        Err(_) => None,
+        Err(_) => Some(Value::String(text.to_owned())),
     }
+}
+
+thread_local! {
+    /// Why the last read with [`BigNumbers::Refuse`] gave up on a number.
+    static REFUSED_NUMBER: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Why the last [`to_value_with`] with [`BigNumbers::Refuse`] refused a
+/// number, if it did (cleared by the call).
+pub fn take_refused_number() -> Option<String> {
+    REFUSED_NUMBER.with(|r| r.borrow_mut().take())
 }
 
 /// A scalar as a JSON value; `None` for a kind jsonb does not have, or a

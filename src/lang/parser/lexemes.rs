@@ -97,7 +97,7 @@ pub(super) fn string(pair: Pair<Rule>) -> Result<String> {
 
 pub(super) fn number(pair: &Pair<Rule>) -> Result<serde_json::Number> {
     lexical::parse_number(pair.as_str())
-        .map_err(|m| syn(pair, m).with_hint("Numbers follow JSON, e.g. 42, -3.5 or 1e-3."))
+        .map_err(|m| syn(pair, m).with_hint(lexical::NUMBER_RANGE_HINT))
 }
 
 pub(super) fn str_arg(pair: Pair<Rule>) -> Result<StrArg> {
