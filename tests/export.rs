@@ -339,3 +339,38 @@ fn bad_targets_are_reported() {
     assert_eq!(empty["concepts"], json!(0));
     run(&mut c, &capsule(&empty));
 }
+
+/// A value nested about as deep as a parameter may be (128 levels) exports into
+/// a capsule that reads back; and a page's `propositions` counts its own
+/// links, not the identity-only blocks of links outside it that a long
+/// chain of links about links needs.
+#[test]
+fn deep_values_and_long_chains_read_back_and_count_right() {
+    let mut c = connect();
+    let source = fresh_space(&mut c, "export_deep");
+    run(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Thing"} SET ATTRIBUTES { description: "a thing" } }
+                            CONCEPT ?p { {type: "$PropositionType", name: "rel"} SET ATTRIBUTES { description: "a relation" } } }"#);
+    // (120: the envelope of its FIND below nests two levels more, within
+    // what this test's JSON reader takes.)
+    let deep: Value = serde_json::from_str(&format!("{}1{}", "[".repeat(120), "]".repeat(120))).unwrap();
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Thing", name: "Deep"} SET ATTRIBUTES { k: :v } } }"#, json!({"v": deep})));
+    // l1 = (A rel B), l2 = (l1 rel A), … l5 = (l4 rel B).
+    run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Thing", name: "A"} } CONCEPT ?b { {type: "Thing", name: "B"} }
+                            PROPOSITION ?l1 { (?a, "rel", ?b) } PROPOSITION ?l2 { (?l1, "rel", ?a) } PROPOSITION ?l3 { (?l2, "rel", ?b) }
+                            PROPOSITION ?l4 { (?l3, "rel", ?a) } PROPOSITION ?l5 { (?l4, "rel", ?b) } }"#);
+    let (deep_page, _) = export(&mut c, r#"EXPORT ?x WHERE { ?x {type: "Thing", name: "Deep"} }"#);
+    let (last_link, _) = export(&mut c, r#"EXPORT ?l WHERE { ?l (?s, "rel", {type: "Thing", name: "B"}) ?s (?x, "rel", ?y) ?x (?u, "rel", ?v) ?u (?w, "rel", ?z) ?w (?i, "rel", ?j) }"#);
+    assert_eq!((last_link["concepts"].clone(), last_link["propositions"].clone()), (json!(0), json!(1)), "{last_link}");
+    fresh_space(&mut c, "export_deep_copy");
+    run(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Thing"} SET ATTRIBUTES { description: "a thing" } }
+                            CONCEPT ?p { {type: "$PropositionType", name: "rel"} SET ATTRIBUTES { description: "a relation" } }
+                            CONCEPT ?a { {type: "Thing", name: "A"} } CONCEPT ?b { {type: "Thing", name: "B"} } }"#);
+    run(&mut c, &capsule(&deep_page));
+    assert_eq!(find(&mut c, r#"FIND(?d.attributes.k) WHERE { ?d {type: "Thing", name: "Deep"} }"#), vec![deep]);
+    // The last link's capsule names the links it rests on, which must
+    // exist where it is read: in its own space it reads back unchanged.
+    use_space(&mut c, &source);
+    let before = dump(&mut c);
+    run(&mut c, &capsule(&last_link));
+    assert_eq!(dump(&mut c), before);
+}

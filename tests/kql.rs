@@ -160,6 +160,31 @@ fn higher_order_propositions_match_as_subject_and_object() {
     }
     let r = ok(kip(&mut c, r#"FIND(?f.predicate) WHERE { ?f (?a, "next", ?b) FILTER(?f.id == :id) }"#, json!({"id": format!("{short}:alt")})));
     assert_eq!(r, json!([]), "a full id with another predicate names no link");
+    // IN compares each item as == does, and a link's endpoint (`.object`)
+    // names the same element with the same forms as its id.
+    for form in [&fact, &short] {
+        let r = ok(kip(&mut c, r#"FIND(?f.predicate) WHERE { ?f (?a, "next", ?b) FILTER(IN(?f.id, [:id, "C:1"])) }"#, json!({"id": form})));
+        assert_eq!(r, json!(["next"]), "IN {form}");
+        let r = ok(kip(&mut c, r#"FIND(?m.predicate) WHERE { ?m (?u, ?p, ?o) FILTER(?m.object == :id) }"#, json!({"id": form})));
+        assert_eq!(r, json!(["stated"]), ".object == {form}");
+        let r = ok(kip(&mut c, r#"FIND(?m.predicate) WHERE { ?m (?u, ?p, ?o) FILTER(IN(?m.subject, [:id])) }"#, json!({"id": form})));
+        assert_eq!(r, json!(["supported_by"]), "IN .subject {form}");
+    }
+    // A link's fields of an endpoint that may be either kind, read alone
+    // (its concept row had been left out of the statement): null for a
+    // concept, the link's for a link.
+    let r = find(&mut c, r#"FIND(?o.predicate) WHERE { (?u, "stated", ?o) }"#);
+    assert_eq!(r, json!(["next"]));
+    let r = find(&mut c, r#"FIND(?o.predicate) WHERE { ({type: "Node", name: "Aspirin"}, "next", ?o) }"#);
+    assert_eq!(r, json!([null]));
+    let r = find(&mut c, r#"FIND(?o.subject) WHERE { (?u, "stated", ?o) } ORDER BY ?o.object"#);
+    assert_eq!(r, json!([format!("C:{}", concept_id_of(&mut c, "Aspirin"))]));
+    let r = find(&mut c, r#"FIND(COUNT(DISTINCT ?o.subject)) WHERE { (?u, ?p, ?o) }"#);
+    assert_eq!(r, json!(1));
+}
+
+fn concept_id_of(c: &mut Client, name: &str) -> i64 {
+    c.query_one("SELECT id FROM kip.concepts WHERE space = current_setting('kip.space') AND name = $1", &[&name]).unwrap().get(0)
 }
 
 #[test]

@@ -32,6 +32,8 @@ pub struct Caller {
     pub access: Access,
     /// The key's name, for logs (`None` when authentication is off).
     pub key_name: Option<String>,
+    /// A `kip-server mcp` session (no key: its access comes from `--read-only`).
+    pub stdio: bool,
 }
 
 #[derive(Clone)]
@@ -131,14 +133,17 @@ impl Keys {
             None
         };
         let requested_space = match headers.get(SPACE_HEADER) {
+            // An empty header is no choice (a client templating the header
+            // from an unset variable): the default space, or the key's.
             None => None,
+            Some(v) if v.is_empty() => None,
             Some(v) => Some(v.to_str().map_err(|_| {
                 Reply::bad_request("the X-KIP-Space header is not valid text", "Name the memory space in plain ASCII.")
             })?),
         };
         let Some(key) = key else {
             let space = requested_space.unwrap_or(DEFAULT_SPACE).to_string();
-            return Ok(Caller { space, access: Access::ReadWrite, key_name: None });
+            return Ok(Caller { space, access: Access::ReadWrite, key_name: None, stdio: false });
         };
         let space = match (&key.space, requested_space) {
             (SpaceRule::Any, requested) => requested.unwrap_or(DEFAULT_SPACE).to_string(),
@@ -153,7 +158,7 @@ impl Keys {
                 ))
             }
         };
-        Ok(Caller { space, access: key.access, key_name: Some(key.name.clone()) })
+        Ok(Caller { space, access: key.access, key_name: Some(key.name.clone()), stdio: false })
     }
 }
 

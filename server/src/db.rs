@@ -20,10 +20,13 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 // The CTE is materialized, so set_config runs before the call reads the setting.
+// The request travels as the client's JSON text (`$2::text`), cast to jsonb by
+// Postgres: jsonb's parser keeps every number as written (numeric), where a
+// serde_json value would have rounded it to a double (1e-400 became 0).
 const EXECUTE: &str = "WITH s AS MATERIALIZED (SELECT set_config('kip.space', $1, true)) \
-                       SELECT kip_execute($2::jsonb) FROM s";
+                       SELECT kip_execute($2::text::jsonb) FROM s";
 const EXECUTE_READONLY: &str = "WITH s AS MATERIALIZED (SELECT set_config('kip.space', $1, true)) \
-                                SELECT kip_execute_readonly($2::jsonb) FROM s";
+                                SELECT kip_execute_readonly($2::text::jsonb) FROM s";
 
 /// Why a database call failed, by what the client should do about it.
 #[derive(Debug)]
@@ -37,6 +40,13 @@ pub enum DbError {
     BadInput(String),
     /// The statement ran past `statement_timeout` outside the command's own error handling (408).
     Timeout(String),
+    /// An administrator cancelled the statement (`pg_cancel_backend`): not
+    /// a timeout, and not to be retried blindly (500).
+    Cancelled(String),
+    /// Postgres refused the gateway's connection for its settings: the
+    /// database or role named in the database URL does not exist, or the
+    /// password is wrong (503, as `/health` says, with a hint naming the cause).
+    Refused(String, &'static str),
     /// Anything else Postgres reported (500).
     Failed(String),
 }
@@ -44,7 +54,13 @@ pub enum DbError {
 impl DbError {
     pub fn message(&self) -> &str {
         match self {
-            DbError::Unavailable(m) | DbError::Busy(m) | DbError::BadInput(m) | DbError::Timeout(m) | DbError::Failed(m) => m,
+            DbError::Unavailable(m)
+            | DbError::Busy(m)
+            | DbError::BadInput(m)
+            | DbError::Timeout(m)
+            | DbError::Cancelled(m)
+            | DbError::Refused(m, _)
+            | DbError::Failed(m) => m,
         }
     }
 }
@@ -65,7 +81,16 @@ impl From<tokio_postgres::Error> for DbError {
         let code = db.code();
         let message = format!("{}: {}", code.code(), db.message());
         if *code == SqlState::QUERY_CANCELED {
-            DbError::Timeout(message)
+            // 57014 is both a statement timeout ("canceling statement due to
+            // statement timeout") and pg_cancel_backend ("... due to user
+            // request"); only the message tells them apart.
+            if db.message().contains("user request") {
+                DbError::Cancelled(message)
+            } else {
+                DbError::Timeout(message)
+            }
+        } else if let Some(hint) = connection_refusal_hint(code) {
+            DbError::Refused(message, hint)
         } else if [SqlState::UNTRANSLATABLE_CHARACTER, SqlState::CHARACTER_NOT_IN_REPERTOIRE].contains(code) {
             // 22P05 "unsupported Unicode escape sequence" (`\u0000` in a
             // jsonb value) and 22021: what the request carried, not a fault
@@ -79,6 +104,21 @@ impl From<tokio_postgres::Error> for DbError {
         } else {
             DbError::Failed(message)
         }
+    }
+}
+
+/// The hint for an error Postgres raises while it opens a connection
+/// because of the gateway's own settings (not an outage): retrying cannot
+/// help until the database URL or the database is fixed.
+fn connection_refusal_hint(code: &SqlState) -> Option<&'static str> {
+    if *code == SqlState::INVALID_CATALOG_NAME {
+        Some("The database named in --database-url (DATABASE_URL) does not exist: create it (with CREATE EXTENSION kip) or fix the URL.")
+    } else if *code == SqlState::INVALID_PASSWORD {
+        Some("The password for the role named in --database-url (DATABASE_URL) was refused: fix the URL's password or the role's.")
+    } else if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+        Some("The role named in --database-url (DATABASE_URL) may not connect (it does not exist, or pg_hba.conf refuses it): fix the URL or the role.")
+    } else {
+        None
     }
 }
 
@@ -213,14 +253,15 @@ impl Db {
         })
     }
 
-    /// Run an `execute_kip` request object in `space`; returns the KIP envelope.
-    pub async fn execute(&self, space: &str, request: &Value, read_only: bool) -> Result<Value, DbError> {
+    /// Run an `execute_kip` request object, the JSON text the client sent,
+    /// in `space`; returns the KIP envelope.
+    pub async fn execute(&self, space: &str, request: &str, read_only: bool) -> Result<Value, DbError> {
         let conn = self.conn().await?;
         let sql = if read_only { EXECUTE_READONLY } else { EXECUTE };
         self.bounded(async move {
             let result = async {
                 let statement = conn.prepare_cached(sql).await?;
-                let row = conn.query_one(&statement, &[&space, request]).await?;
+                let row = conn.query_one(&statement, &[&space, &request]).await?;
                 Ok(row.try_get::<_, Value>(0)?)
             }
             .await;

@@ -2,13 +2,15 @@
 //! front ends: `execute_kip`, `execute_kip_readonly` and `list_logs`.
 //!
 //! The gateway holds no KIP logic: a request object goes to the extension as
-//! it came, and the envelope comes back as the extension made it. What is
+//! it came, its JSON text unchanged ([`Params`]), and the envelope comes back
+//! as the extension made it. What is
 //! decided here is only who may call what (read-only keys), the HTTP status
 //! of failures outside the extension, and what is logged.
 
 use crate::auth::{Access, Caller};
 use crate::db::{Db, DbError};
 use crate::envelope::Reply;
+use crate::params::{Params, MAX_DEPTH};
 use crate::request_log::{Entry, RequestLog};
 use axum::http::StatusCode;
 use serde_json::Value;
@@ -98,7 +100,7 @@ impl Gateway {
     /// to the pool while the statement still ran, so the next request
     /// waited behind it past the pool's timeout, and would skip the call's
     /// log line and request-log row although a write may have committed.
-    pub async fn call_to_completion(&self, caller: Caller, method: String, params: Value) -> Reply {
+    pub async fn call_to_completion(&self, caller: Caller, method: String, params: Params) -> Reply {
         let gateway = self.clone();
         let in_flight = self.enter();
         let task = tokio::spawn(async move {
@@ -117,7 +119,7 @@ impl Gateway {
     }
 
     /// Run one call of `method` (by name) for `caller`.
-    pub async fn call(&self, caller: &Caller, method: &str, params: Value) -> Reply {
+    pub async fn call(&self, caller: &Caller, method: &str, params: Params) -> Reply {
         let started = Instant::now();
         let Some(method) = Method::parse(method) else {
             // Echoed cut short: the name is the caller's, of any size.
@@ -131,9 +133,9 @@ impl Gateway {
         };
         let reply = match method {
             Method::ExecuteKip | Method::ExecuteKipReadonly => self.execute(caller, method, &params).await,
-            Method::ListLogs => self.list_logs(caller, &params).await,
+            Method::ListLogs => self.list_logs(caller, params.view()).await,
         };
-        let command = (method != Method::ListLogs).then(|| command_kind(&params));
+        let command = (method != Method::ListLogs).then(|| command_kind(params.view()));
         log_call(caller, method.as_str(), command.as_deref(), &reply, started);
         if method != Method::ListLogs {
             self.log.record(Entry {
@@ -143,24 +145,25 @@ impl Gateway {
                 status: reply.status.as_u16(),
                 duration: started.elapsed(),
                 key_name: caller.key_name.clone(),
-                request: self.log.redact(&params),
+                request: self.log.redact(params.view()),
                 error: reply.body.get("error").cloned(),
             });
         }
         reply
     }
 
-    async fn execute(&self, caller: &Caller, method: Method, params: &Value) -> Reply {
+    async fn execute(&self, caller: &Caller, method: Method, params: &Params) -> Reply {
         let read_only = method == Method::ExecuteKipReadonly;
         if !read_only && caller.access == Access::ReadOnly {
-            return Reply::error(
-                StatusCode::FORBIDDEN,
-                "KIP_3004",
-                "this API key is read-only: execute_kip is not allowed",
-                "Use execute_kip_readonly (FIND, DESCRIBE, SEARCH, EXPORT), or a read-write key.",
+            return read_only_refusal(caller);
+        }
+        if params.depth() > MAX_DEPTH {
+            return Reply::bad_request(
+                format!("the request nests {} levels deep; the gateway passes at most {MAX_DEPTH}", params.depth()),
+                "Flatten the parameters: KIP parameters may nest at most 128 levels deep.",
             );
         }
-        match self.db.execute(&caller.space, params, read_only).await {
+        match self.db.execute(&caller.space, params.text(), read_only).await {
             Ok(envelope) => Reply::from_envelope(with_gateway_names(envelope)),
             Err(e) => db_failure(e),
         }
@@ -194,6 +197,23 @@ impl Gateway {
             }
         }
     }
+}
+
+/// `execute_kip` for a read-only caller: told in the words of its front end
+/// (an API key over HTTP, `--read-only` over stdio, where there is no key).
+fn read_only_refusal(caller: &Caller) -> Reply {
+    let (message, hint) = if caller.stdio {
+        (
+            "this session is read-only (kip-server mcp --read-only): execute_kip is not allowed",
+            "Use execute_kip_readonly (FIND, DESCRIBE, SEARCH, EXPORT), or start kip-server mcp without --read-only.",
+        )
+    } else {
+        (
+            "this API key is read-only: execute_kip is not allowed",
+            "Use execute_kip_readonly (FIND, DESCRIBE, SEARCH, EXPORT), or a read-write key.",
+        )
+    };
+    Reply::error(StatusCode::FORBIDDEN, "KIP_3004", message, hint)
 }
 
 /// `list_logs` params: `{"cursor"?: string, "limit"?: 1..=100}` (default 10).
@@ -253,6 +273,18 @@ fn db_failure(e: DbError) -> Reply {
             "KIP_4001",
             format!("execution time exceeded the limit: {m}"),
             "Narrow the pattern, lower LIMIT, or reduce hops; or retry if another writer held a lock.",
+        ),
+        DbError::Cancelled(m) => Reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "KIP_4003",
+            format!("the statement was cancelled by an administrator: {m}"),
+            "The command did not complete and its writes were rolled back; retry it only if it should still run (someone stopped it on purpose, e.g. with pg_cancel_backend).",
+        ),
+        DbError::Refused(m, hint) => Reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "KIP_4003",
+            format!("the database refused the gateway's connection: {m}"),
+            hint,
         ),
         DbError::Failed(m) => Reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,

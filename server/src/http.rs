@@ -15,6 +15,7 @@ use crate::auth::{Caller, Keys};
 use crate::envelope::Reply;
 use crate::gateway::Gateway;
 use crate::mcp::http::McpService;
+use crate::params::Params;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -22,7 +23,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any_service, get, post};
 use axum::{Json, Router};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 pub struct AppState {
@@ -108,23 +111,37 @@ async fn kip(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body)
         Ok(b) => b,
         Err(reply) => return reply,
     };
+    let (method, params) = match kip_request(&bytes) {
+        Ok(r) => r,
+        Err(reply) => return reply,
+    };
+    state.gateway.call_to_completion(caller, method, params).await
+}
+
+/// The method and the params of a `/kip` body. The params stay the
+/// client's text ([`Params`]); the body is only validated as JSON, which
+/// reads numbers of any size and nesting of any depth (serde_json's
+/// recursion limit, counted from the body's top, refused parameters kip
+/// accepts).
+fn kip_request(bytes: &[u8]) -> Result<(String, Params), Reply> {
     let hint = "POST a JSON object {\"method\": \"execute_kip\" | \"execute_kip_readonly\" | \"list_logs\", \"params\": {...}}.";
     // serde_json would report invalid UTF-8 as a syntax error ("expected `,` or `}`").
-    if let Err(e) = std::str::from_utf8(&bytes) {
-        return Reply::bad_request(format!("the request body is not valid UTF-8 (byte {})", e.valid_up_to()), hint);
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Reply::bad_request(format!("the request body is not valid UTF-8 (byte {})", e.valid_up_to()), hint))?;
+    let body: &RawValue =
+        serde_json::from_str(text).map_err(|e| Reply::bad_request(format!("the request body is not valid JSON: {e}"), hint))?;
+    if !body.get().starts_with('{') {
+        return Err(Reply::bad_request("the request body must be a JSON object", hint));
     }
-    let request: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => return Reply::bad_request(format!("the request body is not valid JSON: {e}"), hint),
+    // Members as raw text; a repeated name keeps its last value, as before.
+    let mut members: HashMap<String, Box<RawValue>> =
+        serde_json::from_str(body.get()).map_err(|e| Reply::bad_request(format!("the request body is not valid JSON: {e}"), hint))?;
+    let method = members.get("method").and_then(|m| serde_json::from_str::<String>(m.get()).ok());
+    let Some(method) = method else {
+        return Err(Reply::bad_request("the request has no \"method\" string", hint));
     };
-    let Some(obj) = request.as_object() else {
-        return Reply::bad_request("the request body must be a JSON object", hint);
-    };
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
-        return Reply::bad_request("the request has no \"method\" string", hint);
-    };
-    let params = obj.get("params").cloned().unwrap_or(Value::Null);
-    state.gateway.call_to_completion(caller, method.to_string(), params).await
+    let params = members.remove("params").map(Params::new).unwrap_or_else(Params::null);
+    Ok((method, params))
 }
 
 /// On a loopback listener, only the loopback Host names ([`allowed_hosts`]).
@@ -230,8 +247,14 @@ async fn authenticate_mcp(State(state): State<Arc<AppState>>, request: Request, 
         Err(reply) => return crate::mcp::http::from_reply(reply),
     };
     let kind = crate::mcp::http::body_kind(&parts.headers, &bytes);
+    let mut bytes = bytes;
     // Only for a Host rmcp would serve: its DNS-rebinding refusal comes first.
     if kind == crate::mcp::http::BodyKind::Json && check_host(&state, &parts.headers).is_ok() {
+        // A tool call's arguments go to the tool as the client wrote them.
+        if let Some((rest, arguments)) = crate::mcp::message::take_arguments(&bytes) {
+            bytes = rest.into();
+            parts.extensions.insert(crate::mcp::message::RawArguments(arguments));
+        }
         if let Some(refusal) = crate::mcp::http::invalid_params(&bytes) {
             return refusal;
         }

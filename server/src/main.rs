@@ -9,8 +9,9 @@
 //!
 //! Modules: `config` (CLI and env), `auth` (API keys → caller), `conn`
 //! (the listener and its timeouts), `http` (routes), `mcp` (MCP server),
-//! `gateway` (the three methods), `db` (pool and statements), `envelope`
-//! (replies and statuses), `request_log`.
+//! `gateway` (the three methods), `params` (a request's JSON text, kept as
+//! sent), `db` (pool and statements), `envelope` (replies and statuses),
+//! `request_log`.
 
 mod auth;
 mod config;
@@ -20,6 +21,7 @@ mod envelope;
 mod gateway;
 mod http;
 mod mcp;
+mod params;
 mod request_log;
 
 use auth::{Access, Keys};
@@ -126,8 +128,9 @@ async fn serve_stdio(opts: McpOptions, gateway: Gateway, shutdown: CancellationT
     use rmcp::ServiceExt;
     let access = if opts.read_only { Access::ReadOnly } else { Access::ReadWrite };
     tracing::info!(space = opts.space.as_str(), read_only = opts.read_only, "kip-server MCP on stdio");
-    let server = mcp::KipMcp::stdio(gateway, opts.space, access);
-    let (input, output, stdout_writer) = mcp::stdio::filtered();
+    let pending = mcp::message::PendingArguments::default();
+    let server = mcp::KipMcp::stdio(gateway, opts.space, access, pending.clone());
+    let (input, output, stdout_writer) = mcp::stdio::filtered(pending);
     let running = server.serve((input, output)).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
     let cancel = running.cancellation_token();
     tokio::select! {

@@ -567,7 +567,7 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
             format!("({})", parts.join(joiner))
         }
         Expr::Compare { op, left, right } => {
-            if let Some((id, literal)) = short_id_comparison(access, *op, left, right) {
+            if let Some((id, literal)) = short_id_comparison(access, cx, *op, left, right) {
                 return compare(cx, *op, id, literal);
             }
             let equality = match (op, &**left, &**right) {
@@ -606,6 +606,9 @@ pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) 
                 if let Json::Array(items) = crate::compile::bound::value(v)? {
                     if let Some(containment) = attribute_containment(access, cx, p, &items) {
                         return Ok(containment_alone(&containment));
+                    }
+                    if let Some(sql) = in_with_short_ids(access, cx, p, &items)? {
+                        return Ok(sql);
                     }
                 }
             }
@@ -649,7 +652,7 @@ fn expiring_candidate(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath) -
 /// accept it (`(id: "P:92")`), against an element of that kind compares
 /// the numeric id; `?x.id` is otherwise the full text `P:92:treats`. The
 /// pair is (the variable's id, the literal).
-fn short_id_comparison(access: &mut dyn VarAccess, op: CompareOp, left: &Expr, right: &Expr) -> Option<(Operand, Operand)> {
+fn short_id_comparison(access: &mut dyn VarAccess, cx: &mut Cx, op: CompareOp, left: &Expr, right: &Expr) -> Option<(Operand, Operand)> {
     if !matches!(op, CompareOp::Eq | CompareOp::Ne) {
         return None;
     }
@@ -657,22 +660,71 @@ fn short_id_comparison(access: &mut dyn VarAccess, op: CompareOp, left: &Expr, r
         (Expr::Path(p), Expr::Value(v)) | (Expr::Value(v), Expr::Path(p)) => (p, v),
         _ => return None,
     };
-    if path.field != PathField::Id {
+    let Ok(Json::String(text)) = crate::compile::bound::value(value) else { return None };
+    short_id(access, cx, path, &text).map(|id| (id, Operand::Lit(Json::String(text))))
+}
+
+/// The numeric id `path` holds, to compare with `text` when `text` is an id
+/// of the path's kind (`C:<n>`, or `P:<n>` without its predicate): `?x.id`,
+/// and a link's `?l.subject` / `?l.object`, which name the same element
+/// with the same short id. `==`, `!=` and `IN` compare so, each item of an
+/// IN list as `==` would (`IN(?l.id, ["P:92"])` is `?l.id == "P:92"`).
+fn short_id(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath, text: &str) -> Option<Operand> {
+    use crate::compile::ids::ElementKind;
+    if !matches!(path.field, PathField::Id | PathField::Subject | PathField::Object) {
         return None;
     }
-    let Ok(Json::String(text)) = crate::compile::bound::value(value) else { return None };
-    let parsed = crate::compile::ids::parse(&text).ok()?;
+    let parsed = crate::compile::ids::parse(text).ok()?;
     parsed.id?;
+    if parsed.kind == ElementKind::Proposition && parsed.predicate.is_some() {
+        return None;
+    }
     let var = access.var(&path.var)?;
-    // Ids are one sequence over both kinds, so the number names the element
-    // of a variable that may be either (an endpoint `?o`).
-    let same_kind = match parsed.kind {
-        crate::compile::ids::ElementKind::Concept => matches!(var.kind, VarKind::Concept | VarKind::Element),
-        crate::compile::ids::ElementKind::Proposition => {
-            parsed.predicate.is_none() && matches!(var.kind, VarKind::Proposition | VarKind::Element)
+    if path.field == PathField::Id {
+        // Ids are one sequence over both kinds, so the number names the
+        // element of a variable that may be either (an endpoint `?o`).
+        let same_kind = match parsed.kind {
+            ElementKind::Concept => matches!(var.kind, VarKind::Concept | VarKind::Element),
+            ElementKind::Proposition => matches!(var.kind, VarKind::Proposition | VarKind::Element),
+        };
+        return same_kind.then_some(Operand::Id(var.expr, var.kind));
+    }
+    if !matches!(var.kind, VarKind::Proposition | VarKind::Element) {
+        return None;
+    }
+    let row = access.row(cx, &path.var)?;
+    let link = prop_alias(&row)?;
+    let side = if path.field == PathField::Subject { "subject" } else { "object" };
+    Some(match parsed.kind {
+        ElementKind::Concept => Operand::Id(format!("{link}.{side}_concept"), VarKind::Concept),
+        ElementKind::Proposition => Operand::Id(format!("{link}.{side}_link"), VarKind::Proposition),
+    })
+}
+
+/// `IN(path, [...])` where some items are short ids of the path's kind
+/// ([`short_id`]): those items compared as `==` compares them, the rest as
+/// IN does. `None` when no item is one.
+fn in_with_short_ids(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath, items: &[Json]) -> Result<Option<String>, KipError> {
+    let mut short = Vec::new();
+    let mut rest = Vec::new();
+    for item in items {
+        match item.as_str().and_then(|t| short_id(access, cx, path, t)) {
+            Some(id) => short.push((id, item.clone())),
+            None => rest.push(item.clone()),
         }
-    };
-    same_kind.then(|| (Operand::Id(var.expr, var.kind), Operand::Lit(Json::String(text))))
+    }
+    if short.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for (id, literal) in short {
+        parts.push(compare(cx, CompareOp::Eq, id, Operand::Lit(literal))?);
+    }
+    if !rest.is_empty() {
+        let operand = path_operand(access, cx, path)?;
+        parts.push(in_list(cx, operand, Operand::Lit(Json::Array(rest)))?);
+    }
+    Ok(Some(format!("({})", parts.join(" OR "))))
 }
 
 /// `(candidates AND exact)`, or `(exact)` alone.

@@ -178,18 +178,24 @@ impl SolutionAccess {
     }
 
     /// The joins made for the expressions in `used`, without those it never
-    /// names.
+    /// names, directly or through a join it keeps.
     /// An element variable of either kind gets a row from each table, of
     /// which a path may read one (`?o.name` reads the concept's); a plain
     /// LEFT JOIN on a unique key that nothing reads is removed by the
-    /// planner, a per-row lookup is not.
+    /// planner, a per-row lookup is not. Its link row is looked up only
+    /// when the concept row is missing (`either_link_row`), so a path that
+    /// reads only the link's (`?o.predicate`) needs the concept's join too:
+    /// without it the statement named a relation it never joined.
     pub fn joins_sql_for(&self, used: &str) -> String {
-        self.joins
-            .iter()
-            .filter(|(alias, _)| names_alias(used, alias))
-            .map(|(_, sql)| sql.as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
+        // A join reads only the joins before it: walk back from the last.
+        let mut kept: Vec<&str> = Vec::new();
+        for (alias, sql) in self.joins.iter().rev() {
+            if names_alias(used, alias) || kept.iter().any(|k| names_alias(k, alias)) {
+                kept.push(sql);
+            }
+        }
+        kept.reverse();
+        kept.join(" ")
     }
 }
 

@@ -115,12 +115,12 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     // them ("vanished"). Starting over from the page query sees the graph
     // after that delete; a few attempts make the race practically harmless.
     let mut attempt = 0;
-    let (page, upsert) = loop {
+    let (page, upsert, stubs) = loop {
         attempt += 1;
         let page = select_page(export, ctx, start, limit)?;
         let loaded = load_closure(ctx, &page.ids)?;
-        match Capsule::new(&page.ids, &loaded).and_then(|capsule| capsule.build(&page.ids)) {
-            Ok(upsert) => break (page, upsert),
+        match Capsule::new(&page.ids, &loaded).and_then(|capsule| Ok((capsule.build(&page.ids)?, capsule.stubs.len()))) {
+            Ok((upsert, stubs)) => break (page, upsert, stubs),
             Err(e) if e.code == ErrorCode::InternalError && attempt < EXPORT_ATTEMPTS => continue,
             Err(e) => return Err(e),
         }
@@ -132,7 +132,10 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         Some(Start::Offset(offset)) => cursor::encode(&shape, offset)?,
         Some(Start::After(None)) | None => None,
     };
-    let (concepts, propositions) = count(&upsert);
+    // The counts are of the page's elements: an identity-only block of a
+    // link outside the page (a stub) names an element exported elsewhere.
+    let (concepts, blocks) = count(&upsert);
+    let propositions = blocks - stubs;
     let text = kip_lang::print(&Script { commands: vec![Command::Upsert(upsert)] });
     Ok(Outcome { result: json!({ "capsule": text, "concepts": concepts, "propositions": propositions }).into(), next_cursor })
 }

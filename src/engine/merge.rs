@@ -93,7 +93,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         &[ctx.space.param(), SqlParam::Int(target.id), SqlParam::Json(Value::Object(attributes)), SqlParam::Json(Value::Object(metadata))],
         Access::ReadWrite,
     )?;
-    Ok(Outcome::new(report(counts.repointed, counts.deduplicated, filled as u64)))
+    Ok(Outcome::new(report(counts.repointed(), counts.deduplicated(), filled as u64)))
 }
 
 fn report(repointed: u64, deduplicated: u64, filled: u64) -> Value {

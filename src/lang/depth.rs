@@ -12,8 +12,17 @@
 use crate::KipError;
 
 /// Deepest bracket nesting accepted. Real KIP (capsules, Brain prompts)
-/// stays below 10.
-pub const MAX_DEPTH: usize = 64;
+/// stays below 10, but a JSON parameter may nest 128 levels
+/// (`MAX_JSON_DEPTH` of the extension), and EXPORT writes such a value
+/// into its capsule as a literal inside the capsule's own brackets: 160
+/// leaves room for both, so every capsule EXPORT gives reads back. Every
+/// stage costs about 1.5 kB of stack a level (parsing, printing and parsing
+/// again, release build): 160 levels stay under 256 kB.
+pub const MAX_DEPTH: usize = 160;
+
+/// Deepest nesting of a FILTER expression (parentheses, calls and `!`):
+/// the compiler recurses on it as well, and no real condition nests so.
+pub const MAX_FILTER_DEPTH: usize = 64;
 
 pub fn check(text: &str) -> Result<(), KipError> {
     let bytes = text.as_bytes();

@@ -65,10 +65,41 @@ fn links_about_two_colliding_links_collapse_as_well() {
     let out = run(&mut c, &merge("A", "B"));
     // Deduplicated: A→S (onto B→S), then (A, about, A→S), which the
     // recursive move repointed to (A, about, B→S) and the merge then found
-    // equal to (B, about, B→S). It failed on the unique key before.
-    assert_eq!(out, json!({"merged": true, "links_repointed": 1, "links_deduplicated": 2, "attributes_filled": 0}));
+    // equal to (B, about, B→S). It failed on the unique key before. No
+    // link survives with an endpoint moved: none is counted repointed.
+    assert_eq!(out, json!({"merged": true, "links_repointed": 0, "links_deduplicated": 2, "attributes_filled": 0}));
     let notes = run(&mut c, r#"FIND(?o.id) WHERE { ({type: "Drug", name: "B"}, "about", ?o) }"#);
     assert_eq!(notes, json!([b_link]));
+}
+
+/// The report counts each link once, as the merge leaves it: a link moved
+/// on both of its sides (its subject link deduplicated, its object the
+/// source) is one repointed link, and the links about a would-be
+/// self-loop, which go with it, are counted removed.
+#[test]
+fn each_link_is_counted_once_as_the_merge_leaves_it() {
+    let mut c = medical("mrg");
+    run(
+        &mut c,
+        r#"UPSERT { CONCEPT ?p { {type: "$PropositionType", name: "about"} SET ATTRIBUTES { description: "A note about a link" } }
+                    CONCEPT ?s { {type: "Drug", name: "S"} } CONCEPT ?t { {type: "Drug", name: "T"} } CONCEPT ?x { {type: "Symptom", name: "X"} }
+                    PROPOSITION ?l1 { (?x, "about", ?s) } PROPOSITION ?l2 { (?x, "about", ?t) } PROPOSITION ?a { (?l1, "about", ?s) } }"#,
+    );
+    let out = run(&mut c, &merge("S", "T"));
+    assert_eq!(out, json!({"merged": true, "links_repointed": 1, "links_deduplicated": 1, "attributes_filled": 0}));
+    let left = run(&mut c, r#"FIND(COUNT(?l)) WHERE { ?l (?a, "about", ?b) }"#);
+    assert_eq!(left, json!(2), "(X about T) and the note moved onto it");
+
+    let mut c = medical("mrg");
+    run(
+        &mut c,
+        r#"UPSERT { CONCEPT ?p { {type: "$PropositionType", name: "about"} SET ATTRIBUTES { description: "A note about a link" } }
+                    CONCEPT ?s { {type: "Drug", name: "S"} } CONCEPT ?t { {type: "Drug", name: "T"} } CONCEPT ?y { {type: "Symptom", name: "Y"} }
+                    PROPOSITION ?l1 { (?s, "about", ?t) } PROPOSITION ?a { (?l1, "about", ?y) SET ATTRIBUTES { note: "goes with it" } } }"#,
+    );
+    let out = run(&mut c, &merge("S", "T"));
+    assert_eq!(out, json!({"merged": true, "links_repointed": 0, "links_deduplicated": 2, "attributes_filled": 0}));
+    assert_eq!(run(&mut c, r#"FIND(COUNT(?l)) WHERE { ?l (?a, "about", ?b) }"#), json!(0));
 }
 
 #[test]

@@ -12,8 +12,10 @@
 //! [`jsonrpc_refusal`] turns them into JSON-RPC errors with the same status
 //! (400, not rmcp's 415, for a JSON body that is not JSON or not JSON-RPC),
 //! and gives its JSON errors the `"id": null` they lack. rmcp answers a
-//! request whose params do not fit its method -32601 (method not found);
-//! [`invalid_params`] answers -32602 before rmcp sees it. The gateway's own
+//! request whose params do not fit its method -32601 (method not found),
+//! or -32600 with id null; [`invalid_params`] answers -32602 with the
+//! request's id before rmcp sees it. A `tools/call`'s arguments reach the
+//! tool as the client's text (`super::message`). The gateway's own
 //! refusals on `/mcp` (408, 413, a body that cannot be read) go out as
 //! JSON-RPC errors too ([`from_reply`]); 401 and 403 keep the KIP envelope
 //! and `WWW-Authenticate`, as HTTP authentication is answered.
@@ -72,7 +74,9 @@ pub enum BodyKind {
 pub fn body_kind(headers: &HeaderMap, body: &[u8]) -> BodyKind {
     if !declared_json(headers) {
         BodyKind::Other
-    } else if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+    } else if std::str::from_utf8(body).is_err() || serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+        // serde skips the bytes of strings unchecked: UTF-8 is checked first,
+        // or a body with invalid UTF-8 in a string passed for JSON (-32600).
         BodyKind::NotJson
     } else {
         BodyKind::Json
@@ -98,27 +102,29 @@ pub fn from_reply(reply: Reply) -> Response {
     )
 }
 
-/// A request to `initialize` or `tools/call` whose params do not have
-/// their method's shape, answered -32602 (invalid params) as JSON-RPC
-/// says; rmcp, which fails to decode such a request, answered -32601
-/// (method not found). `None` for anything else, which goes on to rmcp.
+/// A request whose params do not have its method's shape, answered -32602
+/// (invalid params) with its id, as JSON-RPC says; rmcp, which fails to
+/// decode such a request, answered -32601 (method not found) or -32600
+/// with id null. `None` for anything else, which goes on to rmcp.
 pub fn invalid_params(body: &[u8]) -> Option<Response> {
     let message: Value = serde_json::from_slice(body).ok()?;
     invalid_params_error(&message).map(|error| json_response(StatusCode::OK, error))
 }
 
 /// The -32602 answer to `message` (see [`invalid_params`]), if it needs one;
-/// shared with stdio.
+/// shared with stdio. `initialize` and `tools/call` params are checked
+/// against rmcp's own types; any other method's, when present, must be an
+/// object (MCP; `null` is taken as absent).
 pub fn invalid_params_error(message: &Value) -> Option<Value> {
-    let (id, method) = (message.get("id")?, message.get("method")?.as_str()?);
+    let (id, method) = (message.get("id").filter(|id| super::message::valid_id(id))?, message.get("method")?.as_str()?);
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let check = match method {
-        "initialize" => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params).err(),
-        "tools/call" => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params).err(),
+        "initialize" => serde_json::from_value::<rmcp::model::InitializeRequestParams>(params).err().map(|e| e.to_string()),
+        "tools/call" => serde_json::from_value::<rmcp::model::CallToolRequestParams>(params).err().map(|e| e.to_string()),
+        _ if !(params.is_null() || params.is_object()) => Some("params must be an object".into()),
         _ => None,
     }?;
-    let error = json!({"code": -32602, "message": format!("invalid params for {method}: {check}")});
-    Some(json!({"jsonrpc": "2.0", "id": id, "error": error}))
+    Some(super::message::error(id.clone(), -32602, format!("invalid params for {method}: {check}")))
 }
 
 /// A refusal of the MCP service as a JSON-RPC error object with the same
@@ -149,7 +155,7 @@ pub async fn jsonrpc_refusal(response: Response, kind: BodyKind) -> Response {
     let message = if text.is_empty() { status.canonical_reason().unwrap_or("request refused").to_string() } else { text };
     let code = if status.is_server_error() {
         -32603
-    } else if kind == BodyKind::NotJson && status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+    } else if kind == BodyKind::NotJson && [StatusCode::BAD_REQUEST, StatusCode::UNSUPPORTED_MEDIA_TYPE].contains(&status) {
         -32700
     } else {
         -32600

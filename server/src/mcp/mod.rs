@@ -12,6 +12,8 @@
 use crate::auth::{Access, Caller};
 use crate::envelope::Reply;
 use crate::gateway::Gateway;
+use crate::params::Params;
+use message::{PendingArguments, RawArguments};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -22,6 +24,7 @@ use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
 pub mod http;
+pub mod message;
 pub mod stdio;
 
 const INSTRUCTIONS: &str = include_str!("instructions.md");
@@ -34,15 +37,28 @@ const EXECUTE_KIP_READONLY: &str = include_str!("execute_kip_readonly.json");
 pub struct KipMcp {
     gateway: Gateway,
     caller: Option<Caller>,
+    /// Over stdio, the tool arguments the line filter took out of the messages.
+    pending: Option<PendingArguments>,
 }
 
 impl KipMcp {
-    pub fn stdio(gateway: Gateway, space: String, access: Access) -> KipMcp {
-        KipMcp { gateway, caller: Some(Caller { space, access, key_name: Some("stdio".into()) }) }
+    pub fn stdio(gateway: Gateway, space: String, access: Access, pending: PendingArguments) -> KipMcp {
+        let caller = Caller { space, access, key_name: Some("stdio".into()), stdio: true };
+        KipMcp { gateway, caller: Some(caller), pending: Some(pending) }
     }
 
     pub fn http(gateway: Gateway) -> KipMcp {
-        KipMcp { gateway, caller: None }
+        KipMcp { gateway, caller: None, pending: None }
+    }
+
+    /// The tool call's arguments as the client wrote them, when the front
+    /// end took them out of the message (`message::take_arguments`).
+    fn raw_arguments(&self, context: &RequestContext<RoleServer>) -> Option<Box<serde_json::value::RawValue>> {
+        if let Some(pending) = &self.pending {
+            return pending.take(&context.id.clone().into_json_value());
+        }
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        parts.extensions.get::<RawArguments>().map(|a| a.0.clone())
     }
 
     fn caller(&self, context: &RequestContext<RoleServer>) -> Option<Caller> {
@@ -129,7 +145,10 @@ impl ServerHandler for KipMcp {
         }
         // Unreachable over HTTP without the auth layer; refuse rather than default.
         let caller = self.caller(&context).ok_or_else(|| ErrorData::internal_error("request not authenticated", None))?;
-        let params = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let params = match self.raw_arguments(&context) {
+            Some(raw) => Params::new(raw),
+            None => Params::from_value(request.arguments.map(Value::Object).unwrap_or(Value::Null)),
+        };
         let reply = self.gateway.call_to_completion(caller, request.name.to_string(), params).await;
         Ok(tool_result(reply).into())
     }

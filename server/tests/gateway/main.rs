@@ -5,6 +5,7 @@ mod auth;
 mod http;
 mod load;
 mod mcp;
+mod requests;
 mod resilience;
 mod support;
 mod timeouts;

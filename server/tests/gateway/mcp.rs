@@ -123,6 +123,9 @@ async fn stdio_tools() {
     ro.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_kip", "arguments": cmd("DESCRIBE PRIMER")}}));
     let refused = ro.response(2);
     assert_eq!(refused["result"]["isError"], true, "{refused}");
+    // In the words of stdio, which has no API key.
+    let message = refused["result"]["structuredContent"]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--read-only") && !message.contains("API key"), "{refused}");
 }
 
 /// `POST /mcp/` is `POST /mcp`: clients configured with a base URL often
@@ -184,17 +187,31 @@ async fn mcp_refusals_are_jsonrpc_errors() {
     // An answer that is JSON-RPC already is untouched.
     let ok = rpc(&s, None, 7, "tools/list", json!({})).await;
     assert_eq!(ok["id"], 7);
-}
-
-/// POST /mcp with a raw body; status and JSON answer.
-async fn post_mcp(s: &Server, body: String) -> (u16, Value) {
-    let req = client()
+    // A body that is not UTF-8 is not JSON: -32700 (serde skips a string's bytes unchecked).
+    let resp = client()
         .post(format!("{}/mcp", s.base))
+        .header("accept", both)
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(body);
-    send(req).await
+        .body(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"p\xffng\"}".to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let got: Value = resp.json().await.unwrap();
+    assert_eq!((&got["id"], &got["error"]["code"]), (&Value::Null, &json!(-32700)), "{got}");
+    // A Host that is not a loopback name: 403 as a JSON-RPC error too.
+    let resp = client()
+        .post(format!("{}/mcp", s.base))
+        .header("host", "rebound.example")
+        .header("accept", both)
+        .header("content-type", "application/json")
+        .body(init.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let got: Value = resp.json().await.unwrap();
+    assert_eq!((&got["id"], &got["error"]["code"]), (&Value::Null, &json!(-32600)), "{got}");
 }
 
 /// JSON-RPC as the specification has it: params that do not fit their
@@ -217,6 +234,13 @@ async fn mcp_errors_follow_jsonrpc() {
         let (st, got) = post_mcp(&s, msg.to_string()).await;
         assert_eq!((st, &got["id"], &got["error"]["code"]), (200, &json!(9), &json!(-32602)), "{msg}: {got}");
     }
+    // Params of any other method, when present, must be an object: -32602
+    // with the request's id (rmcp said -32600, id null).
+    for (id, method, params) in [(14, "tools/list", json!([1])), (23, "ping", json!(5))] {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (st, got) = post_mcp(&s, msg.to_string()).await;
+        assert_eq!((st, &got["id"], &got["error"]["code"]), (200, &json!(id), &json!(-32602)), "{msg}: {got}");
+    }
     // An unknown method stays -32601.
     let (_, got) = post_mcp(&s, json!({"jsonrpc": "2.0", "id": 3, "method": "nope", "params": {}}).to_string()).await;
     assert_eq!(got["error"]["code"], -32601, "{got}");
@@ -238,6 +262,9 @@ async fn mcp_errors_follow_jsonrpc() {
 async fn stdio_answers_bad_lines() {
     let url = db_or_skip!();
     let mut peer = StdioPeer::spawn(&url, &["--space", "gw_stdio"]);
+    // A response with no request to match, even as the first line, is
+    // ignored (it ended the session: "MCP handshake failed").
+    peer.send(json!({"jsonrpc": "2.0", "id": 77, "result": {}}));
     peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}));
     peer.response(1);
     peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -253,4 +280,31 @@ async fn stdio_answers_bad_lines() {
     assert_eq!(peer.response(2)["error"]["code"], -32602);
     peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}));
     check_tools(&peer.response(3));
+    // Every error answer has an "id": the request's when it can be read,
+    // null otherwise (JSON-RPC 2.0 §5; rmcp left it out).
+    let lines = [
+        (json!([{"jsonrpc": "2.0", "id": 3, "method": "ping"}]), Value::Null, -32600),
+        (json!({"id": 4, "method": "ping"}), json!(4), -32600),
+        (json!({"jsonrpc": "2.0", "id": true, "method": "ping"}), Value::Null, -32600),
+        (json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": 5}), json!(5), -32602),
+    ];
+    for (line, id, code) in lines {
+        peer.send(line.clone());
+        let got = peer.response_matching(|v| v.get("error").is_some());
+        assert!(got.as_object().unwrap().contains_key("id"), "{line}: {got}");
+        assert_eq!((&got["id"], &got["error"]["code"]), (&id, &json!(code)), "{line}: {got}");
+    }
+    // A tool call's arguments reach the extension as written.
+    let call = r#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "execute_kip_readonly", "arguments": {"command": "FIND(?p.name) WHERE { ?p {type: \"Person\"} } LIMIT :n", "parameters": {"n": 1e400}}}}"#;
+    {
+        use std::io::Write;
+        let stdin = peer.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{call}").unwrap();
+        stdin.flush().unwrap();
+    }
+    let got = peer.response(6);
+    assert_eq!(got["result"]["structuredContent"]["error"]["code"], "KIP_1001", "{got}");
+    assert!(got["result"]["structuredContent"]["error"]["message"].as_str().unwrap().contains("out of range"), "{got}");
+    peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    assert_eq!(peer.response(7)["result"], json!({}));
 }

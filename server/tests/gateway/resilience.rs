@@ -71,6 +71,74 @@ async fn a_statement_timeout_is_408() {
     assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
 }
 
+/// `pg_cancel_backend` raises the SQLSTATE of a statement timeout (57014)
+/// with "due to user request": a cancel, not a timeout (it was 408
+/// KIP_4001 "execution time exceeded the limit"), answered 500 KIP_4003.
+#[tokio::test]
+async fn an_administrators_cancel_is_not_a_timeout() {
+    let url = db_or_skip!();
+    // A name of its own: the cancel must hit this gateway's backend only.
+    let app = format!("kip_gw_cancel_{}", free_port());
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let s = Server::start(&format!("{url}{sep}application_name={app}"), &["--pool-size", "1"], &[]).await;
+    let sp = Some("gw_cancel");
+    assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
+    let lock = lock_concepts(&url).await;
+    let call = tokio::spawn({
+        let base = s.base.clone();
+        async move {
+            let req = client().post(format!("{base}/kip")).header("X-KIP-Space", "gw_cancel");
+            send(req.json(&json!({"method": "execute_kip", "params": find_people()}))).await
+        }
+    });
+    let admin = pg(&url).await;
+    let mut cancelled = false;
+    for _ in 0..200 {
+        let row = admin
+            .query_one(
+                "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                &[&app],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) > 0 {
+            cancelled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(cancelled, "the gateway's call never waited on the lock");
+    let got = call.await.unwrap();
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    assert_error(&got, 500, "KIP_4003");
+    assert!(got.1["error"]["message"].as_str().unwrap().contains("cancelled by an administrator"), "{}", got.1);
+    // The connection is fine afterwards.
+    assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
+}
+
+/// A database or a role that does not exist is a connection the database
+/// refuses: 503 on /kip and MCP, as on /health (it was 500), with a hint
+/// naming the cause.
+#[tokio::test]
+async fn a_missing_database_or_role_is_503_with_its_cause() {
+    let url = db_or_skip!();
+    let cfg: tokio_postgres::Config = url.parse().unwrap();
+    let db = cfg.get_dbname().unwrap();
+    let no_db = url.replacen(&format!("/{db}"), "/kip_gw_no_such_database", 1);
+    let user = cfg.get_user().unwrap();
+    let no_role = url.replacen(&format!("{user}@"), "kip_gw_no_such_role@", 1);
+    for (bad, cause) in [(no_db, "database"), (no_role, "role")] {
+        let s = Server::start(&bad, &["--log-retention-days", "0"], &[]).await;
+        let got = s.kip("execute_kip", cmd("DESCRIBE PRIMER")).await;
+        assert_error(&got, 503, "KIP_4003");
+        let hint = got.1["error"]["hint"].as_str().unwrap();
+        assert!(hint.contains(&format!("The {cause} named in --database-url")), "{}", got.1);
+        let (st, health) = s.get("/health").await;
+        assert_eq!((st, &health["status"]), (503, &json!("unavailable")), "{health}");
+        assert_eq!(health["error"]["hint"], got.1["error"]["hint"]);
+    }
+}
+
 #[tokio::test]
 async fn a_database_without_kip_is_500_and_unhealthy() {
     let url = db_or_skip!();

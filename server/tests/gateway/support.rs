@@ -379,3 +379,14 @@ pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     format!("{prefix}_{}_{nanos}", std::process::id())
 }
+
+/// POST /mcp with a raw body; status and JSON answer.
+pub async fn post_mcp(s: &Server, body: String) -> (u16, Value) {
+    let req = client()
+        .post(format!("{}/mcp", s.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body);
+    send(req).await
+}

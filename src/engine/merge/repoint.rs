@@ -9,7 +9,13 @@
 //!   (its own keys win), the links that referenced the dropped link are moved
 //!   onto it (the same procedure, recursively), and the duplicate is removed;
 //! * a link between `from` and `to` would become a self-loop, which KIP does
-//!   not allow: it is removed (and counted as deduplicated).
+//!   not allow: it is removed.
+//!
+//! The report counts each link once, as the merge leaves it: repointed, a
+//! link that survives with an endpoint moved (however many of its
+//! endpoints moved, in however many steps); deduplicated, every link the
+//! merge removed: duplicates, would-be self-loops, and the links about
+//! either, which their foreign keys delete with them.
 
 use crate::compile::ids::ElementRef;
 use crate::exec::{spi, Access, SqlParam};
@@ -17,10 +23,22 @@ use crate::space::Space;
 use kip_lang::KipError;
 use serde_json::Value;
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default)]
 pub struct Counts {
-    pub repointed: u64,
-    pub deduplicated: u64,
+    moved: std::collections::HashSet<i64>,
+    removed: std::collections::HashSet<i64>,
+}
+
+impl Counts {
+    /// Links that survive the merge with an endpoint moved.
+    pub fn repointed(&self) -> u64 {
+        self.moved.difference(&self.removed).count() as u64
+    }
+
+    /// Links the merge removed.
+    pub fn deduplicated(&self) -> u64 {
+        self.removed.len() as u64
+    }
 }
 
 struct Link {
@@ -86,8 +104,7 @@ pub fn repoint(space: &Space, from: ElementRef, to: ElementRef, counts: &mut Cou
         let subject = if link.subject == from.id { to.id } else { link.subject };
         let object = if link.object == from.id { to.id } else { link.object };
         if subject == object {
-            delete_link(space, link.id)?;
-            counts.deduplicated += 1;
+            delete_link(space, link.id, counts)?;
             continue;
         }
         match existing(space, subject, &link.predicate, object)? {
@@ -95,12 +112,11 @@ pub fn repoint(space: &Space, from: ElementRef, to: ElementRef, counts: &mut Cou
                 fill_survivor(space, survivor, link.id)?;
                 repoint(space, ElementRef::proposition(link.id), ElementRef::proposition(survivor), counts)?;
                 recursed = true;
-                delete_link(space, link.id)?;
-                counts.deduplicated += 1;
+                delete_link(space, link.id, counts)?;
             }
             _ => {
                 move_endpoints(space, link.id, from, to)?;
-                counts.repointed += 1;
+                counts.moved.insert(link.id);
             }
         }
     }
@@ -133,7 +149,14 @@ fn fill_survivor(space: &Space, survivor: i64, dropped: i64) -> Result<(), KipEr
     Ok(())
 }
 
-fn delete_link(space: &Space, id: i64) -> Result<(), KipError> {
-    spi::execute("DELETE FROM kip.propositions WHERE space = $1 AND id = $2", &[space.param(), SqlParam::Int(id)], Access::ReadWrite)?;
+/// Delete link `id`, and with it (foreign keys' cascade) the links about
+/// it, every one of them counted as removed.
+fn delete_link(space: &Space, id: i64, counts: &mut Counts) -> Result<(), KipError> {
+    let rows = spi::query(
+        "WITH RECURSIVE gone(id) AS (              SELECT $2::bigint              UNION SELECT p.id FROM kip.propositions p JOIN gone g ON p.subject_link = g.id OR p.object_link = g.id          ), deleted AS (DELETE FROM kip.propositions WHERE space = $1 AND id = $2)          SELECT id FROM gone",
+        &[space.param(), SqlParam::Int(id)],
+        Access::ReadWrite,
+    )?;
+    counts.removed.extend(rows.iter().filter_map(|r| r.first().and_then(Value::as_i64)));
     Ok(())
 }

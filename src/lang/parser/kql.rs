@@ -2,7 +2,7 @@
 //! expressions.
 
 use super::*;
-use crate::depth::MAX_DEPTH;
+use crate::depth::MAX_FILTER_DEPTH;
 
 // -------------------------------------------------------------------- KQL --
 
@@ -388,8 +388,8 @@ pub(super) fn unary(pair: Pair<Rule>, depth: usize) -> Result<Expr> {
     // `!` is a repetition in the grammar (no recursion), but each one nests
     // the AST; count it with the other expression levels.
     let depth = depth + nots + 1;
-    if depth > MAX_DEPTH {
-        return Err(syn(&whole, format!("FILTER expression nested deeper than {MAX_DEPTH} levels (parentheses, functions and '!')"))
+    if depth > MAX_FILTER_DEPTH {
+        return Err(syn(&whole, format!("FILTER expression nested deeper than {MAX_FILTER_DEPTH} levels (parentheses, functions and '!')"))
         .with_hint("Flatten the expression, or split it into several FILTER clauses (they are AND-ed)."));
     }
     let mut e = primary(parts.into_iter().last().expect("primary"), depth)?;

@@ -189,12 +189,12 @@ fn positions_are_line_and_column() {
 fn deep_nesting_is_kip_1001() {
     let e = err(&format!(
         "FIND(?x) WHERE {{ ?x {{type: {}\"a\"{} }} }}",
-        "[".repeat(100),
-        "]".repeat(100)
+        "[".repeat(200),
+        "]".repeat(200)
     ));
     assert_eq!(e.code, ErrorCode::InvalidSyntax);
     assert!(
-        e.message.contains("nesting deeper than 64"),
+        e.message.contains("nesting deeper than 160"),
         "{}",
         e.message
     );
