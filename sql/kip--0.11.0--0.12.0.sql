@@ -170,6 +170,12 @@ DECLARE
     violated text;
 BEGIN
     SELECT * INTO ref FROM kip.parse_element_ref(id);
+    -- One revert of an element at a time, each reading its history after
+    -- the one before committed: a revert that re-creates a deleted
+    -- element gives it the version after its history's last, and two
+    -- concurrent ones (or one that waited while the other's transaction
+    -- wrote and deleted it again) issued the same version twice.
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('kip_revert:' || ref.kind || ':' || ref.element_id, 0));
     SELECT h.space, h.after, h.version INTO target
     FROM kip.history h
     WHERE h.element_id = ref.element_id AND h.kind = ref.kind AND h.version = version
@@ -347,6 +353,10 @@ BEGIN
             PERFORM kip.raise_history_id_taken(id, version);
         END IF;
         RAISE;
+      WHEN foreign_key_violation THEN
+        -- An endpoint of a link being restored was deleted meanwhile.
+        PERFORM kip.raise_kip('KIP_3002', format('cannot revert %s to version %s: an element one of its links refers to was deleted concurrently', id, version),
+            format('Revert it again: the links whose endpoints exist are restored (kip_history(%L) lists its versions).', id));
       END;
     END IF;
 
@@ -495,22 +505,47 @@ GRANT SELECT ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq, kip.his
 -- updates the extension grant others access to the schema and to every
 -- table and sequence the script makes, past row-level security where a
 -- table has none (kip.instance_secrets) and past "only the owner writes the
--- history". Only kip's own grants hold: every other grantee's go.
+-- history". What they granted on kip's schema, tables and sequences to
+-- roles other than the owner and kip's three roles is taken back (with
+-- what the grantees passed on), each with a NOTICE; grants an
+-- administrator made otherwise stay.
 DO $$
 DECLARE
     o record;
 BEGIN
     FOR o IN
-        SELECT 'SCHEMA' AS kind, 'kip' AS object, a.grantee
-        FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
-        WHERE n.nspname = 'kip' AND a.grantee <> n.nspowner
-        UNION
-        SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, 'kip.' || pg_catalog.quote_ident(c.relname), a.grantee
-        FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
-        WHERE c.relnamespace = 'kip'::regnamespace AND a.grantee <> c.relowner
+        WITH defaults AS (
+            SELECT d.defaclobjtype AS objtype, a.grantee, a.privilege_type
+            FROM pg_catalog.pg_default_acl d, pg_catalog.aclexplode(d.defaclacl) a
+            WHERE d.defaclrole = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)
+              AND d.defaclnamespace IN (0, 'kip'::regnamespace)
+        ), objects AS (
+            SELECT 'n'::"char" AS objtype, 'SCHEMA' AS kind, 'kip' AS object, n.nspowner AS owner, n.nspacl AS acl
+            FROM pg_catalog.pg_namespace n WHERE n.nspname = 'kip'
+            UNION ALL
+            SELECT CASE c.relkind WHEN 'S' THEN 'S' ELSE 'r' END::"char",
+                   CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                   'kip.' || pg_catalog.quote_ident(c.relname), c.relowner, c.relacl
+            FROM pg_catalog.pg_class c WHERE c.relnamespace = 'kip'::regnamespace
+        )
+        SELECT DISTINCT ob.kind, ob.object, a.grantee, a.privilege_type
+        FROM objects ob, pg_catalog.aclexplode(ob.acl) a
+        WHERE a.grantee <> ob.owner
+          AND (a.grantee = 0 OR pg_catalog.pg_get_userbyid(a.grantee) NOT IN ('kip_reader', 'kip_writer', 'kip_admin'))
+          AND EXISTS (SELECT 1 FROM defaults d
+                      WHERE d.objtype = ob.objtype AND d.grantee = a.grantee AND d.privilege_type = a.privilege_type)
     LOOP
-        CONTINUE WHEN o.grantee <> 0 AND pg_catalog.pg_get_userbyid(o.grantee) IN ('kip_reader', 'kip_writer', 'kip_admin');
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s', o.kind, o.object,
+        RAISE NOTICE 'kip: revoking % on % % from %, granted by default privileges', o.privilege_type, o.kind, o.object,
+            CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(o.grantee)::text END;
+        EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s CASCADE', o.privilege_type, o.kind, o.object,
             CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END);
     END LOOP;
 END $$;
+
+-- The history trigger functions run as their owner, and only kip's own
+-- triggers call them: a role that could execute them could attach them to
+-- a table of its own and run, as their owner, code of its choosing (casts
+-- of its own types in the transition rows) and write the history of any
+-- space. Postgres checks EXECUTE when a trigger is created, not when it
+-- fires. The functions check their table as well.
+REVOKE EXECUTE ON FUNCTION kip.concepts_history(), kip.propositions_history() FROM PUBLIC;

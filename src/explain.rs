@@ -14,7 +14,6 @@ use crate::exec::{budget, spi, subxact, SqlParam};
 use kip_lang::ast::Command;
 use kip_lang::{ErrorCode, KipError};
 use pgrx::prelude::*;
-use pgrx::JsonB;
 
 fn param_text(p: &SqlParam) -> String {
     match p {
@@ -85,11 +84,13 @@ fn explain(command: &str, parameters: serde_json::Value, analyze: bool) -> Resul
 /// The generated SQL, its parameters and `EXPLAIN` output of a FIND command
 /// (with `analyze => true`, `EXPLAIN ANALYZE`: the query runs).
 #[pg_extern(volatile, parallel_unsafe)]
-fn kip_explain(command: &str, parameters: default!(JsonB, "'{}'"), analyze: default!(bool, false)) -> String {
+fn kip_explain(command: &str, parameters: default!(crate::api::jsonb_arg::JsonbArg, "'{}'"), analyze: default!(bool, false)) -> String {
     // The time budget of a command, as kip_execute gives it: with
-    // `analyze` the query runs.
+    // `analyze` the query runs. Parameters are read as kip_execute reads
+    // them (numbers, nesting).
     let _budget = budget::arm();
-    match subxact::run_isolated(|| explain(command, parameters.0.clone(), analyze)) {
+    let parameters = parameters.parse("the parameters");
+    match parameters.and_then(|p| subxact::run_isolated(|| explain(command, p.clone(), analyze))) {
         Ok(text) => text,
         Err(e) => format!("{}: {}{}", e.code.as_str(), e.message, e.hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()),
     }

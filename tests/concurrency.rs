@@ -275,6 +275,72 @@ fn kip_revert_of_an_element_deleted_meanwhile_is_an_error() {
     assert!(message.contains("KIP_3002") && message.contains("deleted or moved to another space concurrently"), "{message}");
 }
 
+/// `kip_revert` of a deleted concept brings back its links; when another
+/// session deletes one of their endpoints meanwhile, the revert says so
+/// (`KIP_3002`) instead of raising the foreign key's error.
+#[test]
+fn kip_revert_whose_link_lost_its_endpoint_meanwhile_is_an_error() {
+    let space = unique_space("revfk");
+    let mut writer = client(&space);
+    ok(kip(
+        &mut writer,
+        r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?p { {type: "$PropositionType", name: "rel"} }
+                    CONCEPT ?b { {type: "Drug", name: "B"} } CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("rel", ?b) } } }"#,
+        json!({}),
+    ));
+    let id = ok(kip(&mut writer, r#"FIND(?d.id) WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})))[0].as_str().unwrap().to_string();
+    ok(kip(&mut writer, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})));
+    let mut observer = connect();
+    writer.batch_execute("BEGIN").unwrap();
+    ok(kip(&mut writer, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "B"} }"#, json!({})));
+    let mut reverter = connect();
+    let reverter_pid = pid(&mut reverter);
+    let reverting = std::thread::spawn(move || reverter.query_one("SELECT kip_revert($1, 1)", &[&id]).map(|r| r.get::<_, Value>(0)));
+    wait_until_blocked(&mut observer, reverter_pid);
+    writer.batch_execute("COMMIT").unwrap();
+    let err = reverting.join().unwrap().expect_err("kip_revert whose link's endpoint went meanwhile");
+    let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string());
+    assert!(message.starts_with("KIP_3002") && message.contains("deleted concurrently"), "{message}");
+}
+
+/// Two reverts of one deleted element, the first in a transaction that
+/// then writes and deletes the element again: the second, which waited,
+/// reads the history the first left and gives the element the version
+/// after its last, never one already issued.
+#[test]
+fn concurrent_reverts_never_issue_a_version_twice() {
+    let space = unique_space("revver");
+    let mut first = client(&space);
+    ok(kip(&mut first, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?d { {type: "Drug", name: "A"} SET ATTRIBUTES { x: 1 } } }"#, json!({})));
+    ok(kip(&mut first, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "A"} SET ATTRIBUTES { x: 2 } } }"#, json!({})));
+    let id = ok(kip(&mut first, r#"FIND(?d.id) WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})))[0].as_str().unwrap().to_string();
+    ok(kip(&mut first, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})));
+    let mut observer = connect();
+    first.batch_execute("BEGIN").unwrap();
+    let v: Value = first.query_one("SELECT kip_revert($1, 1)", &[&id]).unwrap().get(0);
+    assert_eq!(v["version"], json!(3), "{v}");
+    let mut second = connect();
+    let second_pid = pid(&mut second);
+    let reverting = {
+        let id = id.clone();
+        std::thread::spawn(move || second.query_one("SELECT kip_revert($1, 2)", &[&id]).map(|r| r.get::<_, Value>(0)))
+    };
+    wait_until_blocked(&mut observer, second_pid);
+    ok(kip(&mut first, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "A"} SET ATTRIBUTES { x: 5 } } }"#, json!({})));
+    ok(kip(&mut first, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})));
+    first.batch_execute("COMMIT").unwrap();
+    let v = reverting.join().unwrap().expect("the second revert");
+    assert_eq!(v["version"], json!(5), "{v}");
+    let numeric: i64 = id.trim_start_matches("C:").parse().unwrap();
+    let versions: Vec<i32> = observer
+        .query("SELECT version FROM kip.history WHERE kind = 'concept' AND element_id = $1 ORDER BY id", &[&numeric])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, vec![1, 2, 2, 3, 4, 4, 5], "insert, update, delete, revert, update, delete, revert");
+}
+
 /// A command writing into a space another session drops meanwhile says the
 /// space went, not that some element was deleted.
 #[test]

@@ -340,7 +340,7 @@ fn bad_targets_are_reported() {
     run(&mut c, &capsule(&empty));
 }
 
-/// A value nested about as deep as a parameter may be (128 levels) exports into
+/// A value nested as deep as a value may be (100 levels) exports into
 /// a capsule that reads back; and a page's `propositions` counts its own
 /// links, not the identity-only blocks of links outside it that a long
 /// chain of links about links needs.
@@ -350,9 +350,7 @@ fn deep_values_and_long_chains_read_back_and_count_right() {
     let source = fresh_space(&mut c, "export_deep");
     run(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Thing"} SET ATTRIBUTES { description: "a thing" } }
                             CONCEPT ?p { {type: "$PropositionType", name: "rel"} SET ATTRIBUTES { description: "a relation" } } }"#);
-    // (120: the envelope of its FIND below nests two levels more, within
-    // what this test's JSON reader takes.)
-    let deep: Value = serde_json::from_str(&format!("{}1{}", "[".repeat(120), "]".repeat(120))).unwrap();
+    let deep: Value = serde_json::from_str(&format!("{}1{}", "[".repeat(100), "]".repeat(100))).unwrap();
     ok(kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Thing", name: "Deep"} SET ATTRIBUTES { k: :v } } }"#, json!({"v": deep})));
     // l1 = (A rel B), l2 = (l1 rel A), … l5 = (l4 rel B).
     run(&mut c, r#"UPSERT { CONCEPT ?a { {type: "Thing", name: "A"} } CONCEPT ?b { {type: "Thing", name: "B"} }

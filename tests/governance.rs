@@ -1129,3 +1129,36 @@ fn kml_is_refused_under_a_replica_session_role() {
     assert_eq!(ok(kip_in(&mut c, &space, r#"FIND(?p.name) WHERE { ?p {type: "Person", name: "Ana"} }"#)), json!(["Ana"]));
     c.batch_execute("RESET session_replication_role").unwrap();
 }
+
+/// The history triggers run as their owner: no role may attach them to a
+/// table of its own (whose transition rows could run its code as the owner,
+/// through casts of its own types, and write the history of any space),
+/// and attached by a superuser to another table they refuse to record.
+#[test]
+fn history_trigger_functions_record_kips_tables_only() {
+    let mut admin = superuser();
+    let reader = login_role(&mut admin, "hist_fn", "kip_reader");
+    let mut r = connect_as(&reader, DB);
+    for function in ["kip.concepts_history()", "kip.propositions_history()"] {
+        r.batch_execute("CREATE TEMP TABLE IF NOT EXISTS mine (id bigint, space text)").unwrap();
+        let e = sql_error(r.batch_execute(&format!(
+            "CREATE TRIGGER t AFTER INSERT ON mine REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}"
+        )));
+        assert!(e.contains("permission denied for function"), "{function}: {e}");
+    }
+    drop(r);
+    let space = unique_space("hist_fn");
+    admin.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TEMP TABLE fake (id bigint, space text, type text, name text, attributes jsonb, metadata jsonb, \
+               version int, created_at timestamptz, updated_at timestamptz);
+             CREATE TRIGGER t AFTER INSERT ON fake REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION kip.concepts_history()",
+        )
+        .unwrap();
+    let e = sql_error(admin.execute("INSERT INTO fake VALUES (1, $1, 't', 'n', '{}', '{}', 99, now(), now())", &[&space]));
+    assert!(e.contains("records the changes of kip.concepts only"), "{e}");
+    assert_eq!(count(&mut admin, "SELECT count(*) FROM kip.history WHERE space = $1", &space), 0);
+    admin.batch_execute("DROP TABLE fake").unwrap();
+    drop_role(&mut admin, &reader);
+}

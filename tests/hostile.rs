@@ -142,6 +142,24 @@ fn size_limits_name_the_limit() {
     let request = r#"{"command": "FIND(?d) WHERE { ?d {type: \"Drug\"} FILTER(?d.attributes.dose == :v) }", "parameters": {"v": 1e400}}"#;
     let out: Value = c.query_one("SELECT kip_execute($1::text::jsonb)", &[&request]).unwrap().get(0);
     assert_eq!(err_code(&out), "KIP_1001", "{out}");
+    // A value nested deeper than 100 levels, written or passed, is refused:
+    // stored, it failed EXPORT and grouped FINDs (their JSON readers stop
+    // at 128 levels, counting the rows and envelopes around it).
+    let nest = |levels: usize| format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+    for (levels, refused) in [(100, false), (101, true), (120, true)] {
+        let literal = kip(&mut c, &upsert_dose(&nest(levels)), json!({}));
+        let params = format!(r#"{{"v": {}}}"#, nest(levels));
+        let passed: Value = c.query_one("SELECT kip_execute($1, $2::text::jsonb)", &[&upsert_dose(":v"), &params]).unwrap().get(0);
+        for out in [literal, passed] {
+            if refused {
+                assert_eq!(err_code(&out), "KIP_1001", "{levels}: {out}");
+                assert!(message(&out).contains("at most 100"), "{out}");
+            } else {
+                ok(out);
+            }
+        }
+    }
+    ok(kip(&mut c, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Big"} }"#, json!({})));
     // A name over the index-key limit.
     let long = "n".repeat(5000);
     let out = kip(&mut c, r#"UPSERT { CONCEPT ?d { {type: "Drug", name: :n} } }"#, json!({"n": long}));

@@ -169,6 +169,9 @@ fn higher_order_propositions_match_as_subject_and_object() {
         assert_eq!(r, json!(["stated"]), ".object == {form}");
         let r = ok(kip(&mut c, r#"FIND(?m.predicate) WHERE { ?m (?u, ?p, ?o) FILTER(IN(?m.subject, [:id])) }"#, json!({"id": form})));
         assert_eq!(r, json!(["supported_by"]), "IN .subject {form}");
+        // `!=` holds for every other endpoint, a concept's included.
+        let r = ok(kip(&mut c, r#"FIND(?m.predicate) WHERE { ?m (?u, ?p, ?o) FILTER(?m.subject != :id && ?p != "belongs_to_domain") } ORDER BY ?m.predicate"#, json!({"id": form})));
+        assert_eq!(r, json!(["next", "stated"]), ".subject != {form}");
     }
     // A link's fields of an endpoint that may be either kind, read alone
     // (its concept row had been left out of the statement): null for a
@@ -330,11 +333,6 @@ fn filter_compares_json_types_strictly() {
     assert_eq!(err_code(&r), "KIP_1001");
 }
 
-/// Groups keyed by an element's id (DESIGN §7 "Keyed groups") answer as
-/// groups of values: an empty group counts 0, an unbound group variable is
-/// one group of its own (null, last in first-appearance order), a member
-/// reached twice is counted once, and several aggregations each read
-/// their own inputs.
 /// One group per distinct value: an attribute stored as JSON null and one
 /// that is absent are the same null group (they were two, each showing the
 /// aggregation of both), and a name shared by concepts of two types bound
@@ -363,6 +361,11 @@ fn groups_are_distinct_values() {
     assert_eq!(r, json!([["a1", "a2"], [1, 2]]));
 }
 
+/// Groups keyed by an element's id (DESIGN §7 "Keyed groups") answer as
+/// groups of values: an empty group counts 0, an unbound group variable is
+/// one group of its own (null, last in first-appearance order), a member
+/// reached twice is counted once, and several aggregations each read
+/// their own inputs.
 #[test]
 fn groups_keyed_by_an_element_answer_as_groups_of_values() {
     let mut c = space_with(&[

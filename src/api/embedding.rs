@@ -106,13 +106,20 @@ fn set_embedding(id: &str, embedding: Vec<Option<f32>>, grounding_text: Option<&
 /// applications that embed elsewhere (`kip.embedding_provider = 'external'`;
 /// vectors never travel inside KIP text). Read-only; returns the envelope.
 #[pg_extern(stable, parallel_unsafe)]
-fn kip_search(command: Option<&str>, query_embedding: Option<Vec<Option<f32>>>, parameters: default!(Option<JsonB>, "'{}'")) -> JsonB {
+fn kip_search(
+    command: Option<&str>,
+    query_embedding: Option<Vec<Option<f32>>>,
+    parameters: default!(Option<super::jsonb_arg::JsonbArg>, "'{}'"),
+) -> JsonB {
     // NULL arguments are KIP errors in the envelope, as kip_execute's are.
     let outcome = match (command, query_embedding) {
         (None, _) => Err(KipError::new(ErrorCode::InvalidSyntax, "the command is NULL").with_hint("Pass one SEARCH command as the first argument.")),
         (_, None) => Err(KipError::new(ErrorCode::InvalidSyntax, "the query embedding is NULL")
             .with_hint("Pass the query's 384-dimensional vector as a real[].")),
-        (Some(command), Some(vector)) => search_with_vector(command, vector, parameters.map(|p| p.0)),
+        // Read as kip_execute reads its parameters (numbers, nesting).
+        (Some(command), Some(vector)) => {
+            parameters.map(|p| p.parse("the parameters")).transpose().and_then(|p| search_with_vector(command, vector, p))
+        }
     };
     JsonB(envelope::single(outcome).into_value())
 }

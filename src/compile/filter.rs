@@ -695,10 +695,14 @@ fn short_id(access: &mut dyn VarAccess, cx: &mut Cx, path: &DotPath, text: &str)
     let row = access.row(cx, &path.var)?;
     let link = prop_alias(&row)?;
     let side = if path.field == PathField::Subject { "subject" } else { "object" };
-    Some(match parsed.kind {
-        ElementKind::Concept => Operand::Id(format!("{link}.{side}_concept"), VarKind::Concept),
-        ElementKind::Proposition => Operand::Id(format!("{link}.{side}_link"), VarKind::Proposition),
-    })
+    // The endpoint column of the other kind is null: 0 (never an id) when
+    // the link is there, so that `!=` holds for an endpoint of the other
+    // kind; null without a link (an unbound variable), as for any path.
+    let column = match parsed.kind {
+        ElementKind::Concept => format!("{side}_concept"),
+        ElementKind::Proposition => format!("{side}_link"),
+    };
+    Some(Operand::Id(format!("(CASE WHEN {link}.id IS NOT NULL THEN coalesce({link}.{column}, 0) END)"), var.kind))
 }
 
 /// `IN(path, [...])` where some items are short ids of the path's kind

@@ -16,7 +16,8 @@
 //! Both functions are `SECURITY DEFINER` (callers have no privilege to
 //! write `kip.history`) with `SET search_path = pg_catalog, pg_temp`, as
 //! before: the statements are parsed, and re-parsed after an invalidation,
-//! under that path.
+//! under that path. They record kip's own tables only
+//! ([`fired_on_recorded_table`]), and only the owner may execute them.
 
 use pgrx::pg_sys;
 use std::cell::RefCell;
@@ -105,10 +106,43 @@ unsafe fn saved_plan(kind: Kind, op: Op) -> pg_sys::SPIPlanPtr {
     plan
 }
 
+/// Whether the trigger fired on the table `kind` records. The functions run
+/// as their owner (a superuser), and a role may create a trigger on a table
+/// of its own with any function it may execute: on a temporary table whose
+/// transition rows it wrote (columns of its own types, with casts that run
+/// its code as the statement builds the history row), they ran the
+/// caller's code as the owner and wrote history rows of any space. Only
+/// kip's own table is recorded; EXECUTE on both functions is revoked from
+/// PUBLIC as well (sql/governance.sql), which Postgres checks when a
+/// trigger is created, not when it fires.
+unsafe fn fired_on_recorded_table(trigger: *const pg_sys::TriggerData, kind: Kind) -> bool {
+    let relation = (*trigger).tg_relation;
+    if relation.is_null() || (*relation).rd_rel.is_null() {
+        return false;
+    }
+    let form = (*relation).rd_rel;
+    let name = CStr::from_ptr((*form).relname.data.as_ptr());
+    let expected: &CStr = match kind {
+        Kind::Concept => c"concepts",
+        Kind::Proposition => c"propositions",
+    };
+    let schema = pg_sys::get_namespace_name((*form).relnamespace);
+    name == expected && !schema.is_null() && CStr::from_ptr(schema) == c"kip"
+}
+
 unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum {
     let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
     if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
         pgrx::error!("kip: a history function must be called as a trigger");
+    }
+    if !fired_on_recorded_table(trigger, kind) {
+        pgrx::error!("kip: {} records the changes of kip.{} only", match kind {
+            Kind::Concept => "kip.concepts_history()",
+            Kind::Proposition => "kip.propositions_history()",
+        }, match kind {
+            Kind::Concept => "concepts",
+            Kind::Proposition => "propositions",
+        });
     }
     let nothing = pg_sys::Datum::from(0usize);
     // Not recorded: kip.history off, or a pg_dump/pg_restore session (those

@@ -10,6 +10,7 @@
 use crate::ast::*;
 use crate::error::KipError;
 use serde_json::Map;
+use crate::depth::MAX_VALUE_DEPTH;
 
 /// A placeholder position, with the kind of value it accepts.
 enum Slot<'a> {
@@ -158,7 +159,10 @@ fn bind_slot(slot: Slot<'_>, params: &Map<String, Json>) -> Result<(), KipError>
                 }
             }
         }
-        Slot::Value(v) => bind_value(v, params)?,
+        Slot::Value(v) => {
+            bind_value(v, params)?;
+            check_depth(v)?;
+        }
         Slot::List(v) => {
             if let ValueOrParam::Param(n) = v {
                 let got = lookup(n, params)?;
@@ -167,9 +171,37 @@ fn bind_slot(slot: Slot<'_>, params: &Map<String, Json>) -> Result<(), KipError>
                 }
             }
             bind_value(v, params)?;
+            check_depth(v)?;
         }
     }
     Ok(())
+}
+
+/// KIP_1001 for a bound value nested deeper than [`MAX_VALUE_DEPTH`].
+fn check_depth(v: &ValueOrParam) -> Result<(), KipError> {
+    let depth = value_depth(v);
+    if depth > MAX_VALUE_DEPTH {
+        return Err(KipError::syntax(format!("a value nests {depth} levels deep; at most {MAX_VALUE_DEPTH} are allowed"))
+            .with_hint(format!("Flatten the value: a value (an attribute, a metadata value, a literal) may nest at most {MAX_VALUE_DEPTH} levels of arrays and objects.")));
+    }
+    Ok(())
+}
+
+/// Levels of arrays and objects: a scalar is 0, `[1]` is 1.
+fn value_depth(v: &ValueOrParam) -> usize {
+    fn json_depth(j: &Json) -> usize {
+        match j {
+            Json::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+            Json::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    match v {
+        ValueOrParam::Value(j) => json_depth(j),
+        ValueOrParam::Param(_) => 0,
+        ValueOrParam::Array(items) => 1 + items.iter().map(value_depth).max().unwrap_or(0),
+        ValueOrParam::Object(fields) => 1 + fields.iter().map(|f| value_depth(&f.value)).max().unwrap_or(0),
+    }
 }
 
 fn bind_value(v: &mut ValueOrParam, params: &Map<String, Json>) -> Result<(), KipError> {

@@ -20,6 +20,13 @@ use crate::KipError;
 /// again, release build): 160 levels stay under 256 kB.
 pub const MAX_DEPTH: usize = 160;
 
+/// Deepest nesting of one value (an attribute, a metadata value, a FILTER
+/// literal), written in the text or passed as a parameter, after binding.
+/// Readers of stored values (serde_json, whose recursion limit is 128)
+/// meet them inside rows and envelopes a few levels deep: a value stored
+/// 128 levels deep was written, then failed EXPORT and grouped FINDs.
+pub const MAX_VALUE_DEPTH: usize = 100;
+
 /// Deepest nesting of a FILTER expression (parentheses, calls and `!`):
 /// the compiler recurses on it as well, and no real condition nests so.
 pub const MAX_FILTER_DEPTH: usize = 64;

@@ -104,12 +104,15 @@ pub fn quote(s: &str) -> String {
 /// A number a double cannot stand for is an error, since it would be
 /// stored as another one: beyond its range (above ~1.8e308), non-zero
 /// below its smallest magnitude (~4.9e-324, read as 0), and an integer
-/// beyond 64 bits written as one (no fraction, no exponent) that the
-/// double does not give back digit for digit (`18446744073709551616`
-/// would be stored as `18446744073709552000`; `100000000000000000000`
-/// is `1e20` exactly). The integer rule reads digits, not notation, since
-/// a parameter's numbers reach kip as jsonb prints them (`1e20` sent by
-/// an application is `100000000000000000000` there).
+/// beyond 64 bits written as one (no fraction, no exponent) with more
+/// significant digits than a double's 17 that the double does not give
+/// back digit for digit (`18446744073709551616` would be stored as
+/// `18446744073709552000`; `100000000000000000000` is `1e20` exactly, and
+/// `99999999999999992000000`, how jsonb writes the `9.9999999999999992e+22`
+/// a C program prints for 1e23, has a double's 17 digits). The rule reads
+/// digits, not notation, since a parameter's numbers reach kip as jsonb
+/// prints them (`1e20` sent by an application is `100000000000000000000`
+/// there).
 pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
     let n = serde_json::from_str::<serde_json::Number>(text)
         .map_err(|_| format!("number '{text}' is out of range (beyond a double's ±1.8e308)"))?;
@@ -119,7 +122,8 @@ pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
         return Err(format!("number '{text}' is out of range (below a double's smallest magnitude, ~4.9e-324: it would be stored as 0)"));
     }
     let written = text.trim_start_matches('-').trim_start_matches('0');
-    if f != 0.0 && !text.contains(['.', 'e', 'E']) && written != integer_digits(f) {
+    let significant = written.trim_end_matches('0').len();
+    if f != 0.0 && !text.contains(['.', 'e', 'E']) && significant > 17 && written != integer_digits(f) {
         return Err(format!("integer '{text}' is beyond 64 bits (it would be stored as {f:e})"));
     }
     Ok(n)
@@ -176,6 +180,9 @@ mod tests {
         // Beyond 64 bits, but exactly the double it is read as.
         assert_eq!(parse_number("100000000000000000000").unwrap().as_f64(), Some(1e20));
         assert_eq!(parse_number("-18446744073709552000").unwrap().as_f64(), Some(-18446744073709552000.0));
+        // A double printed with 17 digits (C's %.17g), as jsonb writes it.
+        assert_eq!(parse_number("99999999999999992000000").unwrap().as_f64(), Some(1e23));
+        assert_eq!(parse_number("12345678901234567000000000").unwrap().as_f64(), Some(1.2345678901234567e25));
         assert_eq!(parse_number("1.8446744073709552e19").unwrap().as_f64(), Some(18446744073709551616.0));
         assert!(parse_number("1e-400").unwrap_err().contains("smallest"));
         assert!(parse_number("1e309").unwrap_err().contains("out of range"));

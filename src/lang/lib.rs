@@ -21,6 +21,7 @@ mod syntax_error;
 
 pub use error::{quoted, ErrorCode, KipError};
 pub use lexical::{is_identifier, parse_number, NUMBER_RANGE_HINT};
+pub use depth::MAX_VALUE_DEPTH;
 
 /// Maximum bracket nesting depth (`(`, `{`, `[`) accepted by [`parse`].
 pub const MAX_NESTING_DEPTH: usize = depth::MAX_DEPTH;
