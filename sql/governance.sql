@@ -668,13 +668,16 @@ $$;
 -- updates the extension grant others access to the schema and to every
 -- table and sequence the script makes, past row-level security where a
 -- table has none (kip.instance_secrets) and past "only the owner writes the
--- history". What they granted on kip's schema, tables and sequences to
--- roles other than the owner and kip's three roles is taken back (with
--- what the grantees passed on), each with a NOTICE; grants an
+-- history", or let a role attach the history trigger functions to its own
+-- table. What they granted on kip's schema, tables, sequences and
+-- functions to roles other than the owner and kip's three roles is taken
+-- back (with what the grantees passed on), with a WARNING per grantee; grants an
 -- administrator made otherwise stay.
 DO $$
 DECLARE
     o record;
+    grantee text;
+    taken jsonb := '{}';
 BEGIN
     FOR o IN
         WITH defaults AS (
@@ -690,18 +693,30 @@ BEGIN
                    CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
                    'kip.' || pg_catalog.quote_ident(c.relname), c.relowner, c.relacl
             FROM pg_catalog.pg_class c WHERE c.relnamespace = 'kip'::regnamespace
+            UNION ALL
+            SELECT 'f'::"char", 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner, p.proacl
+            FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'kip'::regnamespace
         )
         SELECT DISTINCT ob.kind, ob.object, a.grantee, a.privilege_type
         FROM objects ob, pg_catalog.aclexplode(ob.acl) a
         WHERE a.grantee <> ob.owner
+          -- Every role may execute a function unless revoked: PUBLIC's
+          -- EXECUTE in a default ACL of functions is Postgres's own default.
+          AND NOT (ob.objtype = 'f' AND a.grantee = 0)
           AND (a.grantee = 0 OR pg_catalog.pg_get_userbyid(a.grantee) NOT IN ('kip_reader', 'kip_writer', 'kip_admin'))
           AND EXISTS (SELECT 1 FROM defaults d
                       WHERE d.objtype = ob.objtype AND d.grantee = a.grantee AND d.privilege_type = a.privilege_type)
     LOOP
-        RAISE NOTICE 'kip: revoking % on % % from %, granted by default privileges', o.privilege_type, o.kind, o.object,
-            CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(o.grantee)::text END;
-        EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s CASCADE', o.privilege_type, o.kind, o.object,
-            CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END);
+        grantee := CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END;
+        EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s CASCADE', o.privilege_type, o.kind, o.object, grantee);
+        taken := taken || pg_catalog.jsonb_build_object(grantee, coalesce((taken ->> grantee)::int, 0) + 1);
+    END LOOP;
+    -- A WARNING: Postgres runs extension scripts with client_min_messages
+    -- and log_min_messages at WARNING at least.
+    FOR o IN SELECT key, value FROM pg_catalog.jsonb_each_text(taken) ORDER BY key LOOP
+        RAISE WARNING 'kip: took back % privileges on kip''s schema and its objects from %, granted by default privileges of %',
+            o.value, o.key, current_user
+            USING HINT = 'ALTER DEFAULT PRIVILEGES granted them; kip''s own grants to kip_reader, kip_writer and kip_admin are the access it gives.';
     END LOOP;
 END $$;
 

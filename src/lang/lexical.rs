@@ -104,12 +104,12 @@ pub fn quote(s: &str) -> String {
 /// A number a double cannot stand for is an error, since it would be
 /// stored as another one: beyond its range (above ~1.8e308), non-zero
 /// below its smallest magnitude (~4.9e-324, read as 0), and an integer
-/// beyond 64 bits written as one (no fraction, no exponent) with more
-/// significant digits than a double's 17 that the double does not give
-/// back digit for digit (`18446744073709551616` would be stored as
-/// `18446744073709552000`; `100000000000000000000` is `1e20` exactly, and
+/// beyond 64 bits written as one (no fraction, no exponent) that is not
+/// the double as printed, shortest or with 17 digits (`18446744073709551616`
+/// would be stored as `18446744073709552000`, `10000000000000001000000` as
+/// `1e22`; `100000000000000000000` is `1e20` exactly, and
 /// `99999999999999992000000`, how jsonb writes the `9.9999999999999992e+22`
-/// a C program prints for 1e23, has a double's 17 digits). The rule reads
+/// a C program prints for 1e23, is that double to 17 digits). The rule reads
 /// digits, not notation, since a parameter's numbers reach kip as jsonb
 /// prints them (`1e20` sent by an application is `100000000000000000000`
 /// there).
@@ -122,19 +122,20 @@ pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
         return Err(format!("number '{text}' is out of range (below a double's smallest magnitude, ~4.9e-324: it would be stored as 0)"));
     }
     let written = text.trim_start_matches('-').trim_start_matches('0');
-    let significant = written.trim_end_matches('0').len();
-    if f != 0.0 && !text.contains(['.', 'e', 'E']) && significant > 17 && written != integer_digits(f) {
+    let gives_back = |form: String| written == integer_digits(&form);
+    if f != 0.0 && !text.contains(['.', 'e', 'E']) && !gives_back(format!("{:e}", f.abs())) && !gives_back(format!("{:.16e}", f.abs())) {
         return Err(format!("integer '{text}' is beyond 64 bits (it would be stored as {f:e})"));
     }
     Ok(n)
 }
 
-/// The digits of the integer the shortest decimal form of `f` stands for
-/// (`f` integral and at least 2^63 in magnitude): 1.8446744073709552e19 is
-/// `18446744073709552000`.
-fn integer_digits(f: f64) -> String {
-    let shortest = format!("{:e}", f.abs());
-    let (mantissa, exponent) = shortest.split_once('e').unwrap_or((&shortest, "0"));
+/// The digits of the integer a decimal form `d.ddde<n>` of an integral
+/// double at least 2^63 in magnitude stands for: 1.8446744073709552e19 is
+/// `18446744073709552000`. An integer written so is the double exactly as
+/// printed (shortest, or with 17 digits as C's `%.17g` prints it), so
+/// nothing is lost in storing the double.
+fn integer_digits(form: &str) -> String {
+    let (mantissa, exponent) = form.split_once('e').unwrap_or((form, "0"));
     let digits = mantissa.replace('.', "");
     let zeros = exponent.parse::<usize>().unwrap_or(0).saturating_add(1).saturating_sub(digits.len());
     digits + &"0".repeat(zeros)
@@ -182,7 +183,15 @@ mod tests {
         assert_eq!(parse_number("-18446744073709552000").unwrap().as_f64(), Some(-18446744073709552000.0));
         // A double printed with 17 digits (C's %.17g), as jsonb writes it.
         assert_eq!(parse_number("99999999999999992000000").unwrap().as_f64(), Some(1e23));
-        assert_eq!(parse_number("12345678901234567000000000").unwrap().as_f64(), Some(1.2345678901234567e25));
+        for f in [1.2345678901234567e25_f64, 3.0e19, 7.000000000000001e300, 1.8446744073709552e19] {
+            for form in [format!("{f:e}"), format!("{f:.16e}")] {
+                assert_eq!(parse_number(&integer_digits(&form)).unwrap().as_f64(), Some(f), "{form}");
+            }
+        }
+        // Within 17 digits, but not the double: stored, it would change.
+        for changed in ["10000000000000001000000", "99999999999999999000000", "1844674407370955100000"] {
+            assert!(parse_number(changed).unwrap_err().contains("beyond 64 bits"), "{changed}");
+        }
         assert_eq!(parse_number("1.8446744073709552e19").unwrap().as_f64(), Some(18446744073709551616.0));
         assert!(parse_number("1e-400").unwrap_err().contains("smallest"));
         assert!(parse_number("1e309").unwrap_err().contains("out of range"));
