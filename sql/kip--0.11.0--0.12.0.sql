@@ -168,6 +168,7 @@ DECLARE
     exists_now boolean;
     now_in text;
     violated text;
+    turn bigint;
 BEGIN
     SELECT * INTO ref FROM kip.parse_element_ref(id);
     -- One revert of an element at a time, each reading its history after
@@ -175,7 +176,18 @@ BEGIN
     -- element gives it the version after its history's last, and two
     -- concurrent ones (or one that waited while the other's transaction
     -- wrote and deleted it again) issued the same version twice.
-    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('kip_revert:' || ref.kind || ':' || ref.element_id, 0));
+    -- A transaction whose snapshot is older than the turn (REPEATABLE READ,
+    -- SERIALIZABLE) would still read the history from before the other
+    -- revert: it fails as a serialization failure, to be run again.
+    turn := pg_catalog.hashtextextended('kip_revert:' || ref.kind || ':' || ref.element_id, 0);
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(turn) THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(turn);
+        IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
+                MESSAGE = format('KIP_4003: concurrent update conflict: another kip_revert of %s ran while this one waited', id),
+                HINT = 'Roll back the transaction and run it again: under REPEATABLE READ or SERIALIZABLE its snapshot predates that revert.';
+        END IF;
+    END IF;
     SELECT h.space, h.after, h.version INTO target
     FROM kip.history h
     WHERE h.element_id = ref.element_id AND h.kind = ref.kind AND h.version = version

@@ -341,6 +341,39 @@ fn concurrent_reverts_never_issue_a_version_twice() {
     assert_eq!(versions, vec![1, 2, 2, 3, 4, 4, 5], "insert, update, delete, revert, update, delete, revert");
 }
 
+/// Under REPEATABLE READ, a revert that had to wait for another revert of
+/// the same element would read the history from before it: it fails as a
+/// serialization failure (SQLSTATE 40001), for the transaction to run again.
+#[test]
+fn a_repeatable_read_revert_that_waited_for_another_fails_to_be_rerun() {
+    let space = unique_space("revrr");
+    let mut first = client(&space);
+    ok(kip(&mut first, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} } CONCEPT ?d { {type: "Drug", name: "A"} SET ATTRIBUTES { x: 1 } } }"#, json!({})));
+    let id = ok(kip(&mut first, r#"FIND(?d.id) WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})))[0].as_str().unwrap().to_string();
+    ok(kip(&mut first, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})));
+    let mut observer = connect();
+    let mut second = connect();
+    second.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1").unwrap();
+    first.batch_execute("BEGIN").unwrap();
+    first.query_one("SELECT kip_revert($1, 1)", &[&id]).unwrap();
+    let second_pid = pid(&mut second);
+    let reverting = {
+        let id = id.clone();
+        std::thread::spawn(move || {
+            let r = second.query_one("SELECT kip_revert($1, 1)", &[&id]).map(|r| r.get::<_, Value>(0));
+            let _ = second.batch_execute("ROLLBACK");
+            r
+        })
+    };
+    wait_until_blocked(&mut observer, second_pid);
+    ok(kip(&mut first, r#"DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "A"} }"#, json!({})));
+    first.batch_execute("COMMIT").unwrap();
+    let err = reverting.join().unwrap().expect_err("a revert whose snapshot predates the other's");
+    let db = err.as_db_error().expect("a database error");
+    assert_eq!(db.code().code(), "40001", "{}", db.message());
+    assert!(db.message().starts_with("KIP_4003"), "{}", db.message());
+}
+
 /// A command writing into a space another session drops meanwhile says the
 /// space went, not that some element was deleted.
 #[test]
