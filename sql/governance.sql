@@ -662,7 +662,9 @@ END;
 $$;
 
 -- The change feed: every change after `since` (optionally in one space) the
--- caller may read, oldest first. `change_id` orders the feed exactly.
+-- caller may read, oldest first. `change_id` orders the changes as they
+-- were written, not as their transactions committed: a consumer polling the
+-- feed asks again with an overlap (README, SQL reference).
 CREATE FUNCTION kip_changes(since timestamptz, space text DEFAULT NULL)
 RETURNS TABLE (change_id bigint, changed_at timestamptz, space text, id text, kind text, operation text,
                version integer, before jsonb, after jsonb, role name, command_hash text)
