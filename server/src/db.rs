@@ -91,10 +91,20 @@ impl From<tokio_postgres::Error> for DbError {
             }
         } else if let Some(hint) = connection_refusal_hint(code) {
             DbError::Refused(message, hint)
-        } else if [SqlState::UNTRANSLATABLE_CHARACTER, SqlState::CHARACTER_NOT_IN_REPERTOIRE].contains(code) {
+        } else if [
+            SqlState::UNTRANSLATABLE_CHARACTER,
+            SqlState::CHARACTER_NOT_IN_REPERTOIRE,
+            SqlState::INVALID_TEXT_REPRESENTATION,
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        ]
+        .contains(code)
+        {
             // 22P05 "unsupported Unicode escape sequence" (`\u0000` in a
-            // jsonb value) and 22021: what the request carried, not a fault
-            // of the database, so no "retry later".
+            // jsonb value), 22021, 22P02 (a lone surrogate `\ud800`, which
+            // jsonb's parser refuses) and 22003 (a number past numeric's
+            // range, `1e999999999`): the request's text as Postgres reads
+            // it, cast to jsonb before kip sees it, so the client's to mend,
+            // not a fault of the database, and no "retry later".
             DbError::BadInput(message)
         } else if code.code().starts_with("08")
             || [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW, SqlState::TOO_MANY_CONNECTIONS]

@@ -266,7 +266,7 @@ fn db_failure(e: DbError) -> Reply {
         }
         DbError::BadInput(m) => Reply::bad_request(
             format!("the request holds a value Postgres cannot store: {m}"),
-            "Remove NUL characters (\\u0000) and characters the database encoding lacks from the command and its parameters.",
+            "Remove NUL characters (\\u0000), unpaired surrogates (\\ud800) and characters the database encoding lacks, and keep numbers within Postgres's numeric range, in the command and its parameters.",
         ),
         DbError::Timeout(m) => Reply::error(
             StatusCode::REQUEST_TIMEOUT,

@@ -31,6 +31,13 @@ impl PendingArguments {
     pub fn take(&self, id: &Value) -> Option<Box<RawValue>> {
         self.0.lock().expect("not poisoned").remove(&id.to_string())
     }
+
+    /// Forget what a request of this id left: a request with no arguments
+    /// must not run those of an earlier one that rmcp refused (an unknown
+    /// tool) and never took.
+    pub fn forget(&self, id: &Value) {
+        self.0.lock().expect("not poisoned").remove(&id.to_string());
+    }
 }
 
 /// A `tools/call` message whose arguments are an object: the message with
@@ -97,6 +104,11 @@ pub fn screen(line: &[u8], pending: &PendingArguments) -> Screened {
         return Screened::Answer(error(Value::Null, -32600, "invalid request: the id must be a string or an integer"));
     }
     let reply_id = id.cloned().unwrap_or(Value::Null);
+    // rmcp reads an id as a signed 64-bit integer and refused a larger one
+    // with an answer that had no id.
+    if id.is_some_and(|id| id.is_u64() && !id.is_i64()) {
+        return Screened::Answer(error(reply_id, -32600, "invalid request: a numeric id must be at most 9223372036854775807"));
+    }
     if obj.get("jsonrpc") != Some(&json!("2.0")) {
         return Screened::Answer(error(reply_id, -32600, "invalid request: \"jsonrpc\" must be \"2.0\""));
     }
@@ -109,8 +121,14 @@ pub fn screen(line: &[u8], pending: &PendingArguments) -> Screened {
     if let Some(answer) = super::http::invalid_params_error(&message) {
         return Screened::Answer(answer);
     }
-    if let (Some(id), Some(arguments)) = (id, arguments) {
-        pending.insert(id, arguments);
+    if let Some(id) = id {
+        // Kept only for a tool this server has, which takes them when it
+        // runs; another tool is refused by rmcp, which would leave them.
+        let served = message.pointer("/params/name").and_then(Value::as_str).is_some_and(super::serves_tool);
+        match arguments {
+            Some(arguments) if served => pending.insert(id, arguments),
+            _ => pending.forget(id),
+        }
     }
     Screened::Pass(line)
 }
@@ -155,6 +173,7 @@ mod tests {
             (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, Value::Null, -32600),
             (r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":[1]}"#, json!("a"), -32602),
             (r#"{"jsonrpc":"2.0","id":2}"#, json!(2), -32600),
+            (r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#, json!(18446744073709551615u64), -32600),
             ("{oops", Value::Null, -32700),
         ];
         for (line, id, code) in cases {
@@ -172,5 +191,20 @@ mod tests {
         let call = br#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"A","parameters":{"n":1e400}}}}"#;
         assert!(matches!(screen(call, &pending), Screened::Pass(_)));
         assert_eq!(pending.take(&json!("c")).unwrap().get(), r#"{"command":"A","parameters":{"n":1e400}}"#);
+    }
+
+    /// A call rmcp refuses (an unknown tool) leaves no arguments for a later
+    /// call of the same id without any: that one ran the refused call's.
+    #[test]
+    fn a_refused_calls_arguments_do_not_outlive_it() {
+        let pending = PendingArguments::default();
+        let refused = br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"nope","arguments":{"command":"UPSERT"}}}"#;
+        assert!(matches!(screen(refused, &pending), Screened::Pass(_)));
+        assert!(pending.take(&json!("a")).is_none(), "kept for a tool the server does not have");
+        let first = br#"{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"UPSERT"}}}"#;
+        let again = br#"{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"execute_kip"}}"#;
+        assert!(matches!(screen(first, &pending), Screened::Pass(_)));
+        assert!(matches!(screen(again, &pending), Screened::Pass(_)));
+        assert!(pending.take(&json!("b")).is_none(), "a call without arguments got an earlier call's");
     }
 }

@@ -69,6 +69,11 @@ impl KipMcp {
     }
 }
 
+/// Whether `name` is one of this server's tools.
+pub(crate) fn serves_tool(name: &str) -> bool {
+    tools().iter().any(|t| t.name == name)
+}
+
 /// The tools, built once from the definition files.
 fn tools() -> &'static [Tool] {
     static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
