@@ -30,6 +30,16 @@ enum Kind {
     Proposition,
 }
 
+impl Kind {
+    /// The table in schema kip whose changes this kind's function records.
+    fn table(self) -> &'static CStr {
+        match self {
+            Kind::Concept => c"concepts",
+            Kind::Proposition => c"propositions",
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Op {
     Insert,
@@ -122,27 +132,14 @@ unsafe fn fired_on_recorded_table(trigger: *const pg_sys::TriggerData, kind: Kin
     }
     let form = (*relation).rd_rel;
     let name = CStr::from_ptr((*form).relname.data.as_ptr());
-    let expected: &CStr = match kind {
-        Kind::Concept => c"concepts",
-        Kind::Proposition => c"propositions",
-    };
     let schema = pg_sys::get_namespace_name((*form).relnamespace);
-    name == expected && !schema.is_null() && CStr::from_ptr(schema) == c"kip"
+    name == kind.table() && !schema.is_null() && CStr::from_ptr(schema) == c"kip"
 }
 
 unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum {
     let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
     if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
         pgrx::error!("kip: a history function must be called as a trigger");
-    }
-    if !fired_on_recorded_table(trigger, kind) {
-        pgrx::error!("kip: {} records the changes of kip.{} only", match kind {
-            Kind::Concept => "kip.concepts_history()",
-            Kind::Proposition => "kip.propositions_history()",
-        }, match kind {
-            Kind::Concept => "concepts",
-            Kind::Proposition => "propositions",
-        });
     }
     let nothing = pg_sys::Datum::from(0usize);
     // Not recorded: kip.history off, or a pg_dump/pg_restore session (those
@@ -162,6 +159,11 @@ unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum 
     let table = if op == Op::Delete { (*trigger).tg_oldtable } else { (*trigger).tg_newtable };
     if table.is_null() || pg_sys::tuplestore_tuple_count(table) == 0 {
         return nothing;
+    }
+    // Before any transition row is read (an empty table reads none).
+    if !fired_on_recorded_table(trigger, kind) {
+        let table = kind.table().to_string_lossy();
+        pgrx::error!("kip: kip.{table}_history() records the changes of kip.{table} only");
     }
     let changed_at = pg_sys::GetCurrentTimestamp();
     let role = CString::new(acting_role()).unwrap_or_default();
