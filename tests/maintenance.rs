@@ -462,6 +462,48 @@ fn orphans_are_filed_under_unsorted() {
     assert_eq!(maintain(&mut c, &space)["orphans_assigned"], json!(0));
 }
 
+/// A concept an agent is deleting while the cycle files orphans is skipped,
+/// not linked: the cycle used to link it, then fail the space on the link's
+/// foreign key (`KIP_3002`) when the delete committed.
+#[test]
+fn orphans_being_deleted_are_skipped_not_a_failed_cycle() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = connect();
+    let space = fresh_space(&mut c, "morphandel");
+    ok(kip(
+        &mut c,
+        r#"UPSERT {
+          CONCEPT ?gone { {type: "Preference", name: "gone"} SET ATTRIBUTES { description: "being deleted" } }
+          CONCEPT ?kept { {type: "Preference", name: "kept"} SET ATTRIBUTES { description: "an orphan" } }
+        }"#,
+        json!({}),
+    ));
+    let mut agent = connect();
+    agent.batch_execute(&format!("SET kip.space = '{space}'; BEGIN")).unwrap();
+    ok(kip(&mut agent, r#"DELETE CONCEPT ?p DETACH WHERE { ?p {type: "Preference", name: "gone"} }"#, json!({})));
+    let space2 = space.clone();
+    let cycle = std::thread::spawn(move || {
+        let mut c = connect();
+        maintain(&mut c, &space2)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    agent.batch_execute("COMMIT").unwrap();
+    let report = cycle.join().expect("the cycle");
+    assert!(report.get("error").is_none(), "{report}");
+    assert_eq!(report["orphans_assigned"], json!(1), "{report}");
+    assert!(!exists(&mut c, &space, "Preference", "gone"));
+    let filed: Vec<String> = c
+        .query(
+            "SELECT subject_name FROM kip.facts WHERE space = $1 AND predicate = 'belongs_to_domain' ORDER BY 1",
+            &[&space],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(filed, vec!["kept"], "{report}");
+}
+
 #[test]
 fn a_duplicate_pair_yields_exactly_one_sleep_task() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

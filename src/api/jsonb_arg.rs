@@ -65,13 +65,11 @@ impl FromDatum for JsonbArg {
             return None;
         }
         // SAFETY: a non-null jsonb datum.
-        use crate::exec::jsonb::{take_refused_number, to_value_with, BigNumbers};
-        take_refused_number();
-        if let Some(value) = unsafe { to_value_with(datum, BigNumbers::Refuse) } {
-            return Some(JsonbArg::Value(value));
-        }
-        if let Some(reason) = take_refused_number() {
-            return Some(JsonbArg::RefusedNumber(reason));
+        use crate::exec::jsonb::{to_value_with, BigNumbers, Unread};
+        match unsafe { to_value_with(datum, BigNumbers::Refuse) } {
+            Ok(value) => return Some(JsonbArg::Value(value)),
+            Err(Unread::RefusedNumber(reason)) => return Some(JsonbArg::RefusedNumber(reason)),
+            Err(Unread::Unexpected) => {}
         }
         // jsonb_out detoasts its argument and returns a palloc'd C string.
         let text = unsafe {

@@ -27,7 +27,7 @@ mod write;
 pub use doc::{Doc, Jsonb};
 #[cfg(any(test, feature = "pg_test"))]
 pub(crate) use read::{decode, iterate};
-pub use read::{take_refused_number, to_value, to_value_with, BigNumbers};
+pub use read::{to_value, to_value_with, BigNumbers, Unread};
 pub use write::{datum_of_doc, from_value};
 
 use pgrx::pg_sys;

@@ -24,7 +24,21 @@ enum Frame {
 /// # Safety
 /// `datum` must be a non-null jsonb datum.
 pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
-    to_value_with(datum, BigNumbers::AsText)
+    to_value_with(datum, BigNumbers::AsText).ok()
+}
+
+/// Why a jsonb datum was not read as a value.
+#[derive(Debug, PartialEq)]
+pub enum Unread {
+    /// It nests deeper than serde's limit, or holds something unexpected.
+    Unexpected,
+    /// One of its numbers is refused ([`BigNumbers::Refuse`]), and why.
+    RefusedNumber(String),
+}
+
+/// `Unread::Unexpected` for a `None`: the bytes' checks below are options.
+fn expected<T>(value: Option<T>) -> Result<T, Unread> {
+    value.ok_or(Unread::Unexpected)
 }
 
 /// What a reader does with a number beyond a double's range.
@@ -33,8 +47,8 @@ pub enum BigNumbers {
     /// Reads its decimal text as a string: stored data and query results,
     /// which every reader must still get.
     AsText,
-    /// Gives up (`None`): a KIP parameter, which the caller then refuses
-    /// as the same literal in a command text is refused.
+    /// Gives up (`Unread::RefusedNumber`): a KIP parameter, which the
+    /// caller then refuses as the same literal in a command text is refused.
     Refuse,
 }
 
@@ -42,7 +56,7 @@ pub enum BigNumbers {
 ///
 /// # Safety
 /// `datum` must be a non-null jsonb datum.
-pub unsafe fn to_value_with(datum: pg_sys::Datum, big: BigNumbers) -> Option<Value> {
+pub unsafe fn to_value_with(datum: pg_sys::Datum, big: BigNumbers) -> Result<Value, Unread> {
     // A plain datum with a 4-byte header (a statement's computed column, a
     // value stored uncompressed) is read in place, without a call into
     // Postgres; a short, toasted or compressed one is first made into one.
@@ -50,10 +64,11 @@ pub unsafe fn to_value_with(datum: pg_sys::Datum, big: BigNumbers) -> Option<Val
     let jb = if pgrx::varlena::varatt_is_4b_u(p) { p } else { pg_sys::pg_detoast_datum(p) } as *mut pg_sys::Jsonb;
     // Its root container follows the header, 4-byte aligned.
     let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
-    if let Some(value) = size.checked_sub(4).and_then(|len| decode(jb.cast::<u8>().add(4), len, 0, big)) {
-        return Some(value);
+    match size.checked_sub(4).map(|len| decode(jb.cast::<u8>().add(4), len, 0, big)) {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(Unread::RefusedNumber(reason))) => Err(Unread::RefusedNumber(reason)),
+        Some(Err(Unread::Unexpected)) | None => iterate(jb, big),
     }
-    iterate(jb, big)
 }
 
 /// The value of a jsonb container read from its bytes (`len` of them from
@@ -62,19 +77,19 @@ pub unsafe fn to_value_with(datum: pg_sys::Datum, big: BigNumbers) -> Option<Val
 /// header with the count and kind, one `JEntry` per child, keys before
 /// values in an object, then the children's data, numerics and nested
 /// containers 4-byte aligned). Numbers are printed by `numeric_out`.
-/// `None` past serde's depth limit or for anything unexpected, which the
-/// iterator then decides.
-pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigNumbers) -> Option<Value> {
+/// `Unread::Unexpected` past serde's depth limit or for anything
+/// unexpected, which the iterator then decides.
+pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigNumbers) -> Result<Value, Unread> {
     if depth >= MAX_DEPTH || len < 4 {
-        return None;
+        return Err(Unread::Unexpected);
     }
     let header = std::ptr::read_unaligned(data as *const u32);
     let count = (header & pg_sys::JB_CMASK) as usize;
     let object = header & pg_sys::JB_FOBJECT != 0;
-    let children = if object { count.checked_mul(2)? } else { count };
-    let base = 4usize.checked_add(children.checked_mul(4)?)?;
+    let children = if object { expected(count.checked_mul(2))? } else { count };
+    let base = expected(4usize.checked_add(expected(children.checked_mul(4))?))?;
     if base > len {
-        return None;
+        return Err(Unread::Unexpected);
     }
     let mut values = Vec::with_capacity(children);
     let mut end = 0usize;
@@ -82,9 +97,9 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
         let entry = std::ptr::read_unaligned(data.add(4 + 4 * i) as *const u32);
         let start = end;
         let stored = (entry & pg_sys::JENTRY_OFFLENMASK) as usize;
-        end = if entry & pg_sys::JENTRY_HAS_OFF != 0 { stored } else { start.checked_add(stored)? };
+        end = if entry & pg_sys::JENTRY_HAS_OFF != 0 { stored } else { expected(start.checked_add(stored))? };
         if end < start || base + end > len {
-            return None;
+            return Err(Unread::Unexpected);
         }
         let at = data.add(base + start);
         let aligned = (start + 3) & !3;
@@ -95,44 +110,44 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
             pg_sys::JENTRY_ISNUMERIC if aligned < end => {
                 let numeric = data.add(base + aligned);
                 let text = pgrx::direct_function_call::<&CStr>(pg_sys::numeric_out, &[Some(pg_sys::Datum::from(numeric))]);
-                number(text.and_then(|t| t.to_str().ok())?, big)?
+                number(expected(text.and_then(|t| t.to_str().ok()))?, big)?
             }
             pg_sys::JENTRY_ISBOOL_FALSE => Value::Bool(false),
             pg_sys::JENTRY_ISBOOL_TRUE => Value::Bool(true),
             pg_sys::JENTRY_ISNULL => Value::Null,
             pg_sys::JENTRY_ISCONTAINER if aligned <= end => decode(data.add(base + aligned), end - aligned, depth + 1, big)?,
-            _ => return None,
+            _ => return Err(Unread::Unexpected),
         };
         values.push(value);
     }
     if header & pg_sys::JB_FSCALAR != 0 {
-        return values.into_iter().next();
+        return expected(values.into_iter().next());
     }
     if !object {
-        return Some(Value::Array(values));
+        return Ok(Value::Array(values));
     }
     let mut map = Map::with_capacity(count);
     let mut values = values.into_iter();
     let keys: Vec<Value> = values.by_ref().take(count).collect();
     for (key, value) in keys.into_iter().zip(values) {
-        let Value::String(key) = key else { return None };
+        let Value::String(key) = key else { return Err(Unread::Unexpected) };
         map.insert(key, value);
     }
-    Some(Value::Object(map))
+    Ok(Value::Object(map))
 }
 
 /// [`to_value`] through Postgres's jsonb iterator.
-pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb, big: BigNumbers) -> Option<Value> {
+pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb, big: BigNumbers) -> Result<Value, Unread> {
     let mut it = pg_sys::JsonbIteratorInit(&mut (*jb).root);
     let mut v: pg_sys::JsonbValue = std::mem::zeroed();
     let mut stack: Vec<Frame> = Vec::new();
     loop {
         let token = pg_sys::JsonbIteratorNext(&mut it, &mut v, false);
         let done = match token {
-            WJB_DONE => return None,
+            WJB_DONE => return Err(Unread::Unexpected),
             WJB_BEGIN_ARRAY => {
                 if stack.len() >= MAX_DEPTH {
-                    return None;
+                    return Err(Unread::Unexpected);
                 }
                 let n = usize::try_from(v.val.array.nElems).unwrap_or(0);
                 stack.push(Frame::Array { items: Vec::with_capacity(n), raw_scalar: v.val.array.rawScalar });
@@ -140,7 +155,7 @@ pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb, big: BigNumbers) -> Option<
             }
             WJB_BEGIN_OBJECT => {
                 if stack.len() >= MAX_DEPTH {
-                    return None;
+                    return Err(Unread::Unexpected);
                 }
                 stack.push(Frame::Object { map: Map::new(), key: None });
                 None
@@ -155,17 +170,17 @@ pub(crate) unsafe fn iterate(jb: *mut pg_sys::Jsonb, big: BigNumbers) -> Option<
             WJB_END_ARRAY => match stack.pop() {
                 Some(Frame::Array { items, raw_scalar: true }) => items.into_iter().next(),
                 Some(Frame::Array { items, .. }) => Some(Value::Array(items)),
-                _ => return None,
+                _ => return Err(Unread::Unexpected),
             },
             WJB_END_OBJECT => match stack.pop() {
                 Some(Frame::Object { map, .. }) => Some(Value::Object(map)),
-                _ => return None,
+                _ => return Err(Unread::Unexpected),
             },
-            _ => return None,
+            _ => return Err(Unread::Unexpected),
         };
         if let Some(value) = done {
             match stack.last_mut() {
-                None => return Some(value),
+                None => return Ok(value),
                 Some(Frame::Array { items, .. }) => items.push(value),
                 Some(Frame::Object { map, key }) => {
                     map.insert(key.take().unwrap_or_default(), value);
@@ -182,42 +197,26 @@ unsafe fn string_of(v: &pg_sys::JsonbValue) -> String {
 }
 
 /// A number printed by `numeric_out` as a JSON value; beyond a double's
-/// range, its decimal text as a string or `None`, as `big` says (a sum that overflowed, a
-/// value written by plain SQL), which JSON numbers cannot carry between
-/// programs (RFC 7493 §2.2); every reader of the element still gets it.
-fn number(text: &str, big: BigNumbers) -> Option<Value> {
+/// range, its decimal text as a string (a sum that overflowed, a value
+/// written by plain SQL), which JSON numbers cannot carry between programs
+/// (RFC 7493 §2.2) and every reader of the element still gets; or, as
+/// `big` says, refused.
+fn number(text: &str, big: BigNumbers) -> Result<Value, Unread> {
     if big == BigNumbers::Refuse {
         // A parameter's number is refused as the same literal in a command
         // text would be (beyond 64 bits, beyond a double's range).
-        return match kip_lang::parse_number(text) {
-            Ok(n) => Some(Value::Number(n)),
-            Err(reason) => {
-                REFUSED_NUMBER.with(|r| *r.borrow_mut() = Some(reason));
-                None
-            }
-        };
+        return kip_lang::parse_number(text).map(Value::Number).map_err(Unread::RefusedNumber);
     }
     match text.parse::<Number>() {
-        Ok(n) => Some(Value::Number(n)),
-        Err(_) => Some(Value::String(text.to_owned())),
+        Ok(n) => Ok(Value::Number(n)),
+        Err(_) => Ok(Value::String(text.to_owned())),
     }
 }
 
-thread_local! {
-    /// Why the last read with [`BigNumbers::Refuse`] gave up on a number.
-    static REFUSED_NUMBER: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Why the last [`to_value_with`] with [`BigNumbers::Refuse`] refused a
-/// number, if it did (cleared by the call).
-pub fn take_refused_number() -> Option<String> {
-    REFUSED_NUMBER.with(|r| r.borrow_mut().take())
-}
-
-/// A scalar as a JSON value; `None` for a kind jsonb does not have, or a
+/// A scalar as a JSON value; `Unread` for a kind jsonb does not have, or a
 /// number refused by `big` (which the caller must not mistake for null).
-unsafe fn scalar_of(v: &pg_sys::JsonbValue, big: BigNumbers) -> Option<Value> {
-    Some(match v.type_ {
+unsafe fn scalar_of(v: &pg_sys::JsonbValue, big: BigNumbers) -> Result<Value, Unread> {
+    Ok(match v.type_ {
         JBV_NULL => Value::Null,
         JBV_STRING => Value::String(string_of(v)),
         JBV_BOOL => Value::Bool(v.val.boolean),
@@ -226,8 +225,8 @@ unsafe fn scalar_of(v: &pg_sys::JsonbValue, big: BigNumbers) -> Option<Value> {
                 pg_sys::numeric_out,
                 &[Some(pg_sys::Datum::from(v.val.numeric))],
             );
-            number(text.and_then(|t| t.to_str().ok())?, big)?
+            number(expected(text.and_then(|t| t.to_str().ok()))?, big)?
         }
-        _ => return None,
+        _ => return Err(Unread::Unexpected),
     })
 }
