@@ -298,20 +298,28 @@ q postgres "CREATE DATABASE $PRIV" >/dev/null
 q $PRIV "DO \$\$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_upgrade_auditor') THEN CREATE ROLE kip_upgrade_auditor; END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_upgrade_deputy') THEN CREATE ROLE kip_upgrade_deputy; END IF;
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_upgrade_outsider') THEN CREATE ROLE kip_upgrade_outsider; END IF; END \$\$" >/dev/null
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_upgrade_outsider') THEN CREATE ROLE kip_upgrade_outsider; END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_upgrade_analyst') THEN CREATE ROLE kip_upgrade_analyst; END IF; END \$\$" >/dev/null
 q $PRIV "ALTER DEFAULT PRIVILEGES GRANT SELECT, TRUNCATE ON TABLES TO kip_upgrade_outsider; ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO kip_upgrade_outsider" >/dev/null
 q $PRIV "CREATE EXTENSION kip VERSION '0.11.0' CASCADE" >/dev/null
 [ "$(q $PRIV "SELECT has_table_privilege('kip_upgrade_outsider', 'kip.history', 'TRUNCATE')")" = t ] \
   || fail "the 0.11.0 install did not take the default privileges (the check below would prove nothing)"
 q $PRIV "GRANT USAGE ON SCHEMA kip TO kip_upgrade_auditor; GRANT SELECT ON kip.concepts TO kip_upgrade_auditor WITH GRANT OPTION" >/dev/null
 q $PRIV "SET ROLE kip_upgrade_auditor; GRANT SELECT ON kip.concepts TO kip_upgrade_deputy" >/dev/null
+# A grant by hand after the install, to a role the default privileges
+# name only later (a reporting role's own tables, say), is no default's.
+q $PRIV "GRANT USAGE ON SCHEMA kip TO kip_upgrade_analyst; GRANT SELECT ON kip.facts TO kip_upgrade_analyst" >/dev/null
+q $PRIV "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO kip_upgrade_analyst" >/dev/null
 q $PRIV "ALTER EXTENSION kip UPDATE" >/dev/null
+[ "$(q $PRIV "SELECT has_table_privilege('kip_upgrade_analyst', 'kip.facts', 'SELECT')")" = t ] \
+  || fail "the update took back a grant made by hand to a role default privileges name"
+q $PRIV "ALTER DEFAULT PRIVILEGES REVOKE SELECT ON TABLES FROM kip_upgrade_analyst" >/dev/null
 [ "$(q $PRIV "SELECT has_table_privilege('kip_upgrade_deputy', 'kip.concepts', 'SELECT')")" = t ] \
   || fail "the update took back an administrator's grant"
 [ "$(q $PRIV "SELECT count(*) FROM pg_class c, aclexplode(c.relacl) a WHERE c.relnamespace = 'kip'::regnamespace AND a.grantee = 'kip_upgrade_outsider'::regrole")" = 0 ] \
   || fail "the update left grants of default privileges on kip's tables"
 q postgres "DROP DATABASE IF EXISTS $PRIV" >/dev/null
-q postgres "DROP ROLE kip_upgrade_outsider, kip_upgrade_deputy, kip_upgrade_auditor" >/dev/null
+q postgres "DROP ROLE kip_upgrade_outsider, kip_upgrade_deputy, kip_upgrade_auditor, kip_upgrade_analyst" >/dev/null
 echo "ALTER EXTENSION kip UPDATE keeps an administrator's grants and takes back those of default privileges"
 
 # A database that is not UTF8: the current release refuses to install

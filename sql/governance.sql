@@ -295,10 +295,14 @@ BEGIN
             'Use the external id of a concept (C:<n>) or a proposition (P:<n>:<predicate>).');
     END IF;
     v_id := m[2]::bigint;
+    -- Only a link whose history shows another predicate is refused here: a
+    -- link with no history at all (made before history was kept, or
+    -- pruned) is the caller's to report as such.
     IF m[3] IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM kip.history h
         WHERE h.element_id = v_id AND h.kind = 'proposition'
-          AND coalesce(h.after, h.before) ->> 'predicate' = substr(m[3], 2)) THEN
+          AND coalesce(h.after, h.before) ->> 'predicate' = substr(m[3], 2))
+       AND EXISTS (SELECT 1 FROM kip.history h WHERE h.element_id = v_id AND h.kind = 'proposition') THEN
         PERFORM kip.raise_kip('KIP_3002', format('%s names no link: P:%s has no history as a %L link', p_ref, v_id, substr(m[3], 2)),
             format('Use the id as FIND returns it, or P:%s alone.', v_id));
     END IF;
@@ -700,15 +704,18 @@ BEGIN
             WHERE d.defaclrole = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)
               AND d.defaclnamespace IN (0, 'kip'::regnamespace)
         ), objects AS (
-            SELECT 'n'::"char" AS objtype, 'SCHEMA' AS kind, 'kip' AS object, n.nspowner AS owner, n.nspacl AS acl
+            SELECT 'n'::"char" AS objtype, 'SCHEMA' AS kind, 'kip' AS object, n.nspowner AS owner, n.nspacl AS acl,
+                   'pg_catalog.pg_namespace'::pg_catalog.regclass AS classoid, n.oid
             FROM pg_catalog.pg_namespace n WHERE n.nspname = 'kip'
             UNION ALL
             SELECT CASE c.relkind WHEN 'S' THEN 'S' ELSE 'r' END::"char",
                    CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
-                   'kip.' || pg_catalog.quote_ident(c.relname), c.relowner, c.relacl
+                   'kip.' || pg_catalog.quote_ident(c.relname), c.relowner, c.relacl,
+                   'pg_catalog.pg_class'::pg_catalog.regclass, c.oid
             FROM pg_catalog.pg_class c WHERE c.relnamespace = 'kip'::regnamespace
             UNION ALL
-            SELECT 'f'::"char", 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner, p.proacl
+            SELECT 'f'::"char", 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner, p.proacl,
+                   'pg_catalog.pg_proc'::pg_catalog.regclass, p.oid
             FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'kip'::regnamespace
         )
         SELECT DISTINCT ob.kind, ob.object, a.grantee, a.privilege_type
@@ -720,6 +727,16 @@ BEGIN
           AND (a.grantee = 0 OR pg_catalog.pg_get_userbyid(a.grantee) NOT IN ('kip_reader', 'kip_writer', 'kip_admin'))
           AND EXISTS (SELECT 1 FROM defaults d
                       WHERE d.objtype = ob.objtype AND d.grantee = a.grantee AND d.privilege_type = a.privilege_type)
+          -- ... and that the object had when an extension script made it
+          -- (pg_init_privs): a grant made by hand later stays, even to a
+          -- role the default privileges also name. (Postgres records no
+          -- initial privileges for some objects, a serial column's
+          -- sequence among them: there the default privileges decide.)
+          AND (EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs ip, pg_catalog.aclexplode(ip.initprivs) i
+                       WHERE ip.objoid = ob.oid AND ip.classoid = ob.classoid AND ip.objsubid = 0
+                         AND i.grantee = a.grantee AND i.privilege_type = a.privilege_type)
+               OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs ip
+                              WHERE ip.objoid = ob.oid AND ip.classoid = ob.classoid AND ip.objsubid = 0))
     LOOP
         grantee := CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END;
         EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s CASCADE', o.privilege_type, o.kind, o.object, grantee);

@@ -86,10 +86,14 @@ BEGIN
             'Use the external id of a concept (C:<n>) or a proposition (P:<n>:<predicate>).');
     END IF;
     v_id := m[2]::bigint;
+    -- Only a link whose history shows another predicate is refused here: a
+    -- link with no history at all (made before history was kept, or
+    -- pruned) is the caller's to report as such.
     IF m[3] IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM kip.history h
         WHERE h.element_id = v_id AND h.kind = 'proposition'
-          AND coalesce(h.after, h.before) ->> 'predicate' = substr(m[3], 2)) THEN
+          AND coalesce(h.after, h.before) ->> 'predicate' = substr(m[3], 2))
+       AND EXISTS (SELECT 1 FROM kip.history h WHERE h.element_id = v_id AND h.kind = 'proposition') THEN
         PERFORM kip.raise_kip('KIP_3002', format('%s names no link: P:%s has no history as a %L link', p_ref, v_id, substr(m[3], 2)),
             format('Use the id as FIND returns it, or P:%s alone.', v_id));
     END IF;
@@ -509,10 +513,6 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'kip_set_embedding_for_text_wrapper';
 
--- A member of kip's roles dumps what it may read: pg_dump
--- --enable-row-security reads every dumped sequence's position.
-GRANT SELECT ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq, kip.history_id_seq TO kip_reader;
-
 -- Default privileges (ALTER DEFAULT PRIVILEGES) of the role that creates or
 -- updates the extension grant others access to the schema and to every
 -- table and sequence the script makes, past row-level security where a
@@ -535,15 +535,18 @@ BEGIN
             WHERE d.defaclrole = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)
               AND d.defaclnamespace IN (0, 'kip'::regnamespace)
         ), objects AS (
-            SELECT 'n'::"char" AS objtype, 'SCHEMA' AS kind, 'kip' AS object, n.nspowner AS owner, n.nspacl AS acl
+            SELECT 'n'::"char" AS objtype, 'SCHEMA' AS kind, 'kip' AS object, n.nspowner AS owner, n.nspacl AS acl,
+                   'pg_catalog.pg_namespace'::pg_catalog.regclass AS classoid, n.oid
             FROM pg_catalog.pg_namespace n WHERE n.nspname = 'kip'
             UNION ALL
             SELECT CASE c.relkind WHEN 'S' THEN 'S' ELSE 'r' END::"char",
                    CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
-                   'kip.' || pg_catalog.quote_ident(c.relname), c.relowner, c.relacl
+                   'kip.' || pg_catalog.quote_ident(c.relname), c.relowner, c.relacl,
+                   'pg_catalog.pg_class'::pg_catalog.regclass, c.oid
             FROM pg_catalog.pg_class c WHERE c.relnamespace = 'kip'::regnamespace
             UNION ALL
-            SELECT 'f'::"char", 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner, p.proacl
+            SELECT 'f'::"char", 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner, p.proacl,
+                   'pg_catalog.pg_proc'::pg_catalog.regclass, p.oid
             FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'kip'::regnamespace
         )
         SELECT DISTINCT ob.kind, ob.object, a.grantee, a.privilege_type
@@ -555,6 +558,16 @@ BEGIN
           AND (a.grantee = 0 OR pg_catalog.pg_get_userbyid(a.grantee) NOT IN ('kip_reader', 'kip_writer', 'kip_admin'))
           AND EXISTS (SELECT 1 FROM defaults d
                       WHERE d.objtype = ob.objtype AND d.grantee = a.grantee AND d.privilege_type = a.privilege_type)
+          -- ... and that the object had when an extension script made it
+          -- (pg_init_privs): a grant made by hand later stays, even to a
+          -- role the default privileges also name. (Postgres records no
+          -- initial privileges for some objects, a serial column's
+          -- sequence among them: there the default privileges decide.)
+          AND (EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs ip, pg_catalog.aclexplode(ip.initprivs) i
+                       WHERE ip.objoid = ob.oid AND ip.classoid = ob.classoid AND ip.objsubid = 0
+                         AND i.grantee = a.grantee AND i.privilege_type = a.privilege_type)
+               OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs ip
+                              WHERE ip.objoid = ob.oid AND ip.classoid = ob.classoid AND ip.objsubid = 0))
     LOOP
         grantee := CASE o.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.grantee)) END;
         EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s CASCADE', o.privilege_type, o.kind, o.object, grantee);
@@ -569,6 +582,11 @@ BEGIN
     END LOOP;
 END $$;
 
+-- A member of kip's roles dumps what it may read: pg_dump
+-- --enable-row-security reads every dumped sequence's position. (After the
+-- block above: a GRANT records the object's whole ACL in pg_init_privs.)
+GRANT SELECT ON SEQUENCE kip.element_id_seq, kip.maintenance_log_id_seq, kip.history_id_seq TO kip_reader;
+
 -- The history trigger functions run as their owner, and only kip's own
 -- triggers call them: a role that could execute them could attach them to
 -- a table of its own and run, as their owner, code of its choosing (casts
@@ -576,3 +594,11 @@ END $$;
 -- space. Postgres checks EXECUTE when a trigger is created, not when it
 -- fires. The functions check their table as well.
 REVOKE EXECUTE ON FUNCTION kip.concepts_history(), kip.propositions_history() FROM PUBLIC;
+
+-- The statistics the planner reads for keyword SEARCH and for a space's
+-- types and predicates (the word indexes of 0.11.0, the extended
+-- statistics of 0.10.0) come with an ANALYZE, which autovacuum runs only
+-- after enough rows change: a quiet memory updated from an older release
+-- would search on the fallback plans until then. One now (it samples, so
+-- it stays short on a large memory).
+ANALYZE kip.concepts, kip.propositions;

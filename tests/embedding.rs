@@ -139,6 +139,33 @@ fn semantic_and_hybrid_find_paraphrases() {
     }
 }
 
+/// In hybrid mode THRESHOLD asks for likeness: a hit found by meaning
+/// alone, whose fused score (a rank) is at most 0.49, stays under a
+/// THRESHOLD its cosine similarity reaches.
+#[test]
+fn a_hybrid_threshold_is_met_by_the_hits_similarity_not_its_rank() {
+    let mut c = connect();
+    build_memory(&mut c);
+    let mut checked = 0;
+    for (question, answer) in QUESTIONS {
+        let semantic = ok(kip(&mut c, r#"SEARCH CONCEPT :q WITH TYPE "Item" MODE "semantic" LIMIT 5"#, json!({"q": question})));
+        let Some(rank) = rank_of(&semantic, answer) else { continue };
+        let similarity = scores(&semantic)[rank];
+        let threshold = ((similarity - 0.005) * 100.0).floor() / 100.0;
+        if threshold <= 0.5 {
+            continue;
+        }
+        let hybrid = ok(kip(
+            &mut c,
+            r#"SEARCH CONCEPT :q WITH TYPE "Item" MODE "hybrid" THRESHOLD :t LIMIT 5"#,
+            json!({"q": question, "t": threshold}),
+        ));
+        assert!(rank_of(&hybrid, answer).is_some(), "{question:?} (cosine {similarity}) at THRESHOLD {threshold}: {hybrid}");
+        checked += 1;
+    }
+    assert!(checked > 0, "no answer was alike enough to test a THRESHOLD above 0.5");
+}
+
 #[test]
 fn hybrid_finds_elements_not_embedded_yet_and_rewrites_make_vectors_stale() {
     let mut c = connect();
@@ -496,9 +523,20 @@ fn the_external_provider_stores_and_searches_application_vectors() {
     let bad = c.query_one("SELECT kip_search('FIND(?x) WHERE { ?x {type: \"Note\"} }', $1)", &[&unit(0)]).unwrap();
     let bad: Value = bad.get(0);
     assert_eq!(err_code(&bad), "KIP_1001");
+    // A KML command gets kip_search's own refusal, not another function's.
+    let bad: Value = c
+        .query_one("SELECT kip_search('UPSERT { CONCEPT ?n { {type: \"Note\", name: \"x\"} } }', $1)", &[&unit(0)])
+        .unwrap()
+        .get(0);
+    assert!(bad["error"]["message"].as_str().unwrap_or_default().contains("kip_search"), "{bad}");
     // Through kip_execute, the external provider has no query vector: keyword.
     let hits = ok(kip(&mut c, r#"SEARCH CONCEPT "Alpha" MODE "semantic""#, json!({})));
     assert_eq!(names(&hits)[0], "Alpha");
+    // With no provider, search is keyword only, through kip_search too.
+    c.batch_execute("SET kip.embedding_provider = 'none'").unwrap();
+    let hits = ok(search(&mut c, &near_beta));
+    assert_eq!(hits, json!([]), "the words \"ignored words\" match nothing: {hits}");
+    c.batch_execute("SET kip.embedding_provider = 'external'").unwrap();
 }
 
 /// The background worker embeds a new element within 2 s of its commit.

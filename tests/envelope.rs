@@ -153,6 +153,45 @@ fn dry_run_validates_without_executing() {
     assert_eq!(ok(kip(&mut c, r#"FIND(COUNT(?t)) WHERE { ?t {type: "$ConceptType"} FILTER(?t.name == "Herb") }"#, json!({}))), json!(0));
 }
 
+/// A batch's dry run stops where its run would: at the first KML command
+/// the checks refuse. Reads and syntax errors before it are inline.
+#[test]
+fn a_batch_dry_run_stops_at_the_first_refused_kml_command() {
+    let mut c = connect();
+    fresh_space(&mut c, "env");
+    ok(kip(&mut c, REGISTER, json!({})));
+    let out = kip_request(
+        &mut c,
+        json!({"commands": [
+            "FIND(?x WHERE",
+            r#"UPSERT { CONCEPT ?d { {type: "Drug", name: "A"} } }"#,
+            r#"UPSERT { CONCEPT ?n { {type: "Nope", name: "x"} } }"#,
+            find_drugs(),
+        ], "dry_run": true}),
+    );
+    let items = out["result"].as_array().unwrap_or_else(|| panic!("a result array: {out}"));
+    assert_eq!(items.len(), 3, "{out}");
+    assert_eq!(err_code(&items[0]), "KIP_1001", "{out}");
+    assert!(items[1]["result"].is_object(), "{out}");
+    assert_eq!(err_code(&items[2]), "KIP_2001", "{out}");
+}
+
+/// A batch is answered with its `result` array also when the space cannot
+/// be used: each command gets the error, up to the first KML command.
+#[test]
+fn a_batch_on_a_space_that_cannot_be_used_answers_per_command() {
+    let mut c = connect();
+    use_space(&mut c, &kip_integration_tests::unique_space("missing"));
+    let request = json!({"commands": ["DESCRIBE PRIMER", "FIND(?x WHERE", find_drugs()]});
+    let out: Value = c.query_one("SELECT kip_execute_readonly($1::jsonb)", &[&request]).unwrap().get(0);
+    let items = out["result"].as_array().unwrap_or_else(|| panic!("a result array: {out}"));
+    let codes: Vec<String> = items.iter().map(err_code).collect();
+    assert_eq!(codes, ["KIP_3002", "KIP_1001", "KIP_3002"], "{out}");
+    // A lone command still gets its error at the top.
+    let out: Value = c.query_one("SELECT kip_execute_readonly($1::jsonb)", &[&json!({"command": "DESCRIBE PRIMER"})]).unwrap().get(0);
+    assert_eq!(err_code(&out), "KIP_3002", "{out}");
+}
+
 #[test]
 fn malformed_requests_are_kip_errors() {
     let mut c = connect();

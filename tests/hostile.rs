@@ -106,7 +106,15 @@ fn size_limits_name_the_limit() {
             .get(0);
         assert_eq!(err_code(&out), "KIP_1001", "{params}: {out}");
         assert!(message(&out).contains("out of range"), "{out}");
+        // It says where, and jsonb's thousand digits are elided.
+        assert!(message(&out).starts_with("the parameters: \"v\""), "{out}");
+        assert!(message(&out).len() < 300, "{out}");
     }
+    let out: Value = c
+        .query_one("SELECT kip_execute('DESCRIBE PRIMER', $1::text::jsonb)", &[&r#"{"a": {"b": [0, 1e999]}}"#])
+        .unwrap()
+        .get(0);
+    assert!(message(&out).starts_with(r#"the parameters: "a"."b"[1]: number '1000"#), "{out}");
     // A number a double cannot stand for, in a parameter or in the text,
     // is refused rather than stored as another (an integer beyond 64 bits
     // was rounded, a non-zero number below a double's smallest magnitude

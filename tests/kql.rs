@@ -773,6 +773,34 @@ fn read_path_error_codes() {
     }
     assert_eq!(find(&mut c, r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "E6"} (?x, "next", ?y) }"#), json!([]));
     assert_eq!(find(&mut c, r#"FIND(COUNT(?y)) WHERE { ?x {type: "Node", name: "E6"} (?x, "next", ?y) }"#), json!(0));
+    // KIP_2001: a FIND that finds nothing names a concept type that is not
+    // registered (RC10 §2.8.2), before KIP_3002, with a "did you mean".
+    for cmd in [
+        r#"FIND(?x.name) WHERE { ?x {type: "node"} }"#,
+        r#"FIND(COUNT(?x)) WHERE { ?x {type: "node"} }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "node", name: "E0"} }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Node", name: "E0"} (?x, "next", {type: "node", name: "E1"}) }"#,
+    ] {
+        let e = kip(&mut c, cmd, json!({}));
+        assert_eq!(err_code(&e), "KIP_2001", "{cmd}: {e}");
+        assert!(e["error"]["hint"].as_str().unwrap_or_default().contains("\"Node\""), "{cmd}: {e}");
+    }
+    // An unregistered predicate matches nothing (kip-conformance,
+    // kql-optional.json), and a type nobody matched in OPTIONAL is no error.
+    assert_eq!(find(&mut c, r#"FIND(?y.name) WHERE { ?x {type: "Node", name: "E0"} (?x, "Next", ?y) }"#), json!([]));
+    assert_eq!(find(&mut c, r#"FIND(?y.name) WHERE { ?y {type: "Node", name: "E0"} OPTIONAL { ?z {type: "node"} } }"#), json!(["E0"]));
+    // An id of the other kind in a selector is malformed there, wherever
+    // it is written (it named an element that "does not exist").
+    let link = find(&mut c, r#"FIND(?l) WHERE { ?l ({type: "Node", name: "E0"}, "next", ?y) }"#)[0]["id"].as_str().unwrap().to_string();
+    let node = find(&mut c, r#"FIND(?x) WHERE { ?x {type: "Node", name: "E0"} }"#)[0]["id"].as_str().unwrap().to_string();
+    for cmd in [
+        format!(r#"FIND(?x) WHERE {{ ?x {{id: "{link}"}} }}"#),
+        format!(r#"FIND(?l) WHERE {{ ?l (id: "{node}") }}"#),
+        format!(r#"FIND(?x.name) WHERE {{ ?x {{type: "Node", name: "E0"}} OPTIONAL {{ ?z {{id: "{link}"}} }} }}"#),
+    ] {
+        let e = kip(&mut c, &cmd, json!({}));
+        assert_eq!(err_code(&e), "KIP_1001", "{cmd}: {e}");
+    }
     // KIP_4002: hop bounds beyond kip.max_hops, an open walk that would go
     // deeper, and an unanchored scan of a large space.
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?a {name: "E0"} (?a, "next"{1,50}, ?x) }"#), "KIP_4002");
@@ -1259,11 +1287,12 @@ fn a_find_sent_again_answers_as_its_first_call() {
         assert_eq!(kip(&mut c, since, params.clone()), first_call(&mut c, since, params), "since {value}");
     }
     assert_eq!(ok(kip(&mut c, since, json!({"since": "2025-05"}))), json!(["e7", "e6", "e5"]));
-    // Another space: the same text answers from it.
+    // Another space: the same text answers from it (where the type is not
+    // registered: KIP_2001).
     let space = kip_integration_tests::fresh_space(&mut c, "kql_again");
     let params = json!({"a": "d3"});
     let elsewhere = kip(&mut c, text, params.clone());
-    assert_eq!(err_code(&elsewhere), "KIP_3002", "{elsewhere}");
+    assert_eq!(err_code(&elsewhere), "KIP_2001", "{elsewhere}");
     assert_eq!(elsewhere, first_call(&mut c, text, params));
     ok(kip(&mut c, TYPES, json!({})));
     chain(&mut c, "d", 4, "next");

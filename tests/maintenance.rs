@@ -301,6 +301,10 @@ fn decay_fixture(c: &mut Client) -> String {
         r#"UPSERT {
           CONCEPT ?truth { {type: "Preference", name: "truth"} SET ATTRIBUTES { description: "certain" } }
           CONCEPT ?carol { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("prefers", ?truth) } }
+          CONCEPT ?own { {type: "Preference", name: "own"} SET ATTRIBUTES { description: "the agent's own" } }
+          CONCEPT ?me { {type: "Person", name: "$self"} SET PROPOSITIONS { ("prefers", ?own) } }
+          CONCEPT ?promise { {type: "Commitment", name: "send the report"} SET ATTRIBUTES { status: "pending" } }
+          CONCEPT ?carol2 { {type: "Person", name: "Carol"} SET PROPOSITIONS { ("committed_to", ?promise) } }
         }
         WITH METADATA { confidence: 1.0, memory_strength: 0.9, created_at: "2020-01-01T00:00:00Z" }"#,
         json!({}),
@@ -357,17 +361,27 @@ fn disuse_decays_memory_strength_never_confidence() {
         .get(0);
 
     let first = maintain(&mut c, &space);
-    assert_eq!(first["decayed"], json!(3), "{first}");
+    assert_eq!(first["decayed"], json!(4), "{first}");
     assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.665), "a missing strength starts from 0.7 and fades by 0.95");
     assert_eq!(link_strength(&mut c, &space, "strong"), json!(0.6825), "reinforced memories lose half as much (0.975)");
     assert_eq!(link_strength(&mut c, &space, "vivid"), json!(0.855));
     assert_eq!(link_strength(&mut c, &space, "faint"), json!(0.05), "the 0.05 floor ends the sweep");
-    assert_eq!(link_strength(&mut c, &space, "truth"), json!(0.9), "1.0-confidence system truths keep their strength");
+    assert_eq!(link_strength(&mut c, &space, "truth"), json!(0.855), "confidence 1.0 spares nothing: the axes are apart (RC11)");
+    // Identity facts and commitments keep their strength (RC11 7B).
+    let kept: Value = c
+        .query_one(
+            "SELECT jsonb_object_agg(subject_name || ' ' || predicate, metadata -> 'memory_strength') FROM kip.facts \
+             WHERE space = $1 AND (subject_name = '$self' AND predicate = 'prefers' OR predicate = 'committed_to')",
+            &[&space],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, json!({"$self prefers": 0.9, "Carol committed_to": 0.9}));
     assert_eq!(link_strength(&mut c, &space, "fresh"), Value::Null, "recent links do not decay");
     assert_eq!(link_strength(&mut c, &space, "reobserved"), Value::Null, "re-observed links do not decay");
     assert_eq!(link_strength(&mut c, &space, "swept"), json!(0.5), "an agent's own decay this period counts");
     assert_eq!(confidences(&mut c), confidence_before, "disuse never touches confidence");
-    assert_eq!(audited(&mut c, &space, "decay").len(), 3);
+    assert_eq!(audited(&mut c, &space, "decay").len(), 4);
 
     // Recall ranks by accessibility first, then by support (RC11 spec,
     // BrainRecall): echo and swept tie on strength, confidence decides.
@@ -414,7 +428,7 @@ fn the_decay_factor_is_a_setting() {
     c.batch_execute("SET kip.memory_strength_decay = 0.5").unwrap();
     let report = maintain(&mut c, &space);
     c.batch_execute("RESET kip.memory_strength_decay").unwrap();
-    assert_eq!(report["decayed"], json!(3), "{report}");
+    assert_eq!(report["decayed"], json!(4), "{report}");
     assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.35));
     assert_eq!(link_strength(&mut c, &space, "strong"), json!(0.525), "slow links lose half as much (0.75)");
     assert_eq!(link_meta(&mut c, &space, "weak", "confidence"), json!(0.8));
@@ -494,7 +508,7 @@ fn orphans_being_deleted_are_skipped_not_a_failed_cycle() {
     assert!(!exists(&mut c, &space, "Preference", "gone"));
     let filed: Vec<String> = c
         .query(
-            "SELECT subject_name FROM kip.facts WHERE space = $1 AND predicate = 'belongs_to_domain' ORDER BY 1",
+            "SELECT subject_name FROM kip.facts WHERE space = $1 AND predicate = 'belongs_to_domain' AND object_name = 'Unsorted' ORDER BY 1",
             &[&space],
         )
         .unwrap()

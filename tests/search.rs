@@ -89,6 +89,10 @@ fn with_type_threshold_limit_and_modes() {
         assert_eq!(names(&hits)[0], "Aspirin", "{mode}: {hits}");
     }
     assert_eq!(err_code(&kip(&mut c, r#"SEARCH CONCEPT "  ""#, json!({}))), "KIP_1001");
+    // Invisible format characters are no words either.
+    for invisible in ["\u{200B}", " \u{FEFF} ", "\u{200E}\u{200F}"] {
+        assert_eq!(err_code(&kip(&mut c, "SEARCH CONCEPT :q", json!({"q": invisible}))), "KIP_1001", "{invisible:?}");
+    }
     // Available on the read-only entry point.
     assert_eq!(names(&ok(kip_readonly(&mut c, r#"SEARCH CONCEPT "aspirin""#, json!({}))))[0], "Aspirin");
 }

@@ -135,7 +135,9 @@ fn search_with_vector(
         .collect::<Result<_, _>>()?;
     check_vector(&vector, "the query embedding")?;
     let request = crate::engine::request::single(command, parameters.unwrap_or_else(|| json!({})))?;
-    let script = engine::prepare(&request.commands[0], crate::exec::Mode::ReadOnly)?;
+    // Parsed as kip_execute parses, so that any command other than one
+    // SEARCH (a KML one included) gets this function's own refusal.
+    let script = engine::prepare(&request.commands[0], crate::exec::Mode::ReadWrite)?;
     if !matches!(script.commands.as_slice(), [kip_lang::ast::Command::Search(_)]) {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "kip_search runs exactly one SEARCH command")
             .with_hint("Use kip_execute_readonly for other commands."));

@@ -68,7 +68,18 @@ impl FromDatum for JsonbArg {
         use crate::exec::jsonb::{to_value_with, BigNumbers, Unread};
         match unsafe { to_value_with(datum, BigNumbers::Refuse) } {
             Ok(value) => return Some(JsonbArg::Value(value)),
-            Err(Unread::RefusedNumber(reason)) => return Some(JsonbArg::RefusedNumber(reason)),
+            Err(Unread::RefusedNumber { reason, path }) if path.is_empty() => return Some(JsonbArg::RefusedNumber(reason)),
+            Err(Unread::RefusedNumber { reason, path }) => {
+                // `"a"."b"[1]`: keys as JSON strings, positions in brackets.
+                let mut at = String::new();
+                for step in &path {
+                    if !at.is_empty() && !step.starts_with('[') {
+                        at.push('.');
+                    }
+                    at.push_str(step);
+                }
+                return Some(JsonbArg::RefusedNumber(format!("{at}: {reason}")));
+            }
             Err(Unread::Unexpected) => {}
         }
         // jsonb_out detoasts its argument and returns a palloc'd C string.

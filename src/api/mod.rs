@@ -22,9 +22,12 @@ use pgrx::prelude::*;
 use serde_json::{json, Value};
 
 fn respond(request: Result<request::Request, kip_lang::KipError>, mode: Mode) -> JsonbRet {
-    let value = match request.and_then(|req| prepare(&req, mode).map(|(space, grant)| (req, space, grant))) {
-        Ok((req, space, grant)) => engine::run_request(req, mode, &space, &grant),
+    let value = match request {
         Err(e) => envelope::single(Err(e)),
+        Ok(req) => match prepare(&req, mode) {
+            Ok((space, grant)) => engine::run_request(req, mode, &space, &grant),
+            Err(e) => engine::fail_request(&req, mode, e),
+        },
     };
     JsonbRet(value)
 }

@@ -112,10 +112,16 @@ pub fn with_external_query<T>(vector: Vec<f32>, body: impl FnOnce() -> T) -> T {
 /// The query vector of a semantic SEARCH for `term`, or `None` when this
 /// session cannot search by meaning (SEARCH then falls back to keyword).
 pub fn query_vector(term: &str) -> Result<Option<Vec<f32>>, KipError> {
+    let provider = settings::provider()?;
+    // `kip.embedding_provider = 'none'` is keyword only, an application's
+    // vector (kip_search) included.
+    if provider == Provider::Disabled {
+        return Ok(None);
+    }
     if let Some(v) = EXTERNAL_QUERY.with(|q| q.borrow().clone()) {
         return Ok(Some(v));
     }
-    match settings::provider()? {
+    match provider {
         Provider::Disabled | Provider::External => Ok(None),
         Provider::Onnx => {
             if runtime::ensure_loaded().is_err() {
@@ -135,10 +141,11 @@ pub fn query_vector(term: &str) -> Result<Option<Vec<f32>>, KipError> {
 /// application's vector was passed, or the in-database model is loaded or
 /// loads now.
 pub fn query_vector_expected() -> Result<bool, KipError> {
-    if EXTERNAL_QUERY.with(|q| q.borrow().is_some()) {
+    let provider = settings::provider()?;
+    if provider != Provider::Disabled && EXTERNAL_QUERY.with(|q| q.borrow().is_some()) {
         return Ok(true);
     }
-    Ok(settings::provider()? == Provider::Onnx && runtime::ensure_loaded().is_ok())
+    Ok(provider == Provider::Onnx && runtime::ensure_loaded().is_ok())
 }
 
 /// [`query_vector`], computed while `body` runs (hybrid SEARCH runs its

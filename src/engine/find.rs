@@ -14,6 +14,7 @@ use crate::engine::templates;
 use crate::exec::jsonb::Doc;
 use crate::exec::{cursor, spi, Access, Ctx, SqlParam};
 use crate::resolve;
+use crate::resolve::registry::{self, Requirement};
 use crate::space::Space;
 use kip_lang::ast::{Command, FindQuery};
 use kip_lang::{ErrorCode, KipError};
@@ -86,6 +87,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // the guard's lookup after an answer without one tells which one is
     // missing (`compile::find::Guard`).
     let facts = resolve::find_facts(&ctx.space, &q.where_clauses)?;
+    let uses = || resolve::collect::schema_names(&q.where_clauses);
     let limit = limits::page_size(opt_lit(&q.limit)?);
     // The cursor shape (the canonical text of the query) is printed only
     // when a token is read or issued: most FINDs need neither.
@@ -102,7 +104,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
         if let Some(walked) = find_walk::page(q, env, limit, offset, resume.walk, &shape())? {
             // The page is the ranked solutions that still match; whether
             // more follow is the ranking's to say.
-            let Answer { mut entries, .. } = rows_page(&walked.plan, walked.rows, walked.ranked, ctx)?;
+            let Answer { mut entries, .. } = rows_page(&walked.plan, walked.rows, walked.ranked, ctx, &uses)?;
             let result = if entries.len() == 1 { entries.pop().unwrap() } else { Doc::Array(entries) };
             return Ok(Outcome { result, next_cursor: walked.next_cursor });
         }
@@ -121,11 +123,11 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
     // since their lookup would have left stale.
     let hinted = with_named_ids(&ctx.space, q, env, &plan, limit, offset, resume.after.as_deref())?;
     let answer = match hinted {
-        Some(hinted) => match answer(&hinted, page, ctx)? {
+        Some(hinted) => match answer(&hinted, page, ctx, &uses)? {
             a if a.solutions => a,
-            _ => answer(&plan, page, ctx)?,
+            _ => answer(&plan, page, ctx, &uses)?,
         },
-        None => answer(&plan, page, ctx)?,
+        None => answer(&plan, page, ctx, &uses)?,
     };
     outcome(answer, limit, offset, &shape)
 }
@@ -134,7 +136,7 @@ pub(crate) fn run(q: &FindQuery, ctx: &Ctx) -> Result<Outcome, KipError> {
 /// (`engine::templates::direct`): as [`run`] answers it.
 pub(crate) fn run_direct(call: &templates::DirectCall, ctx: &Ctx) -> Result<Outcome, KipError> {
     let page = usize::try_from(call.limit).unwrap_or(usize::MAX);
-    let answer = answer(&call.plan, page, ctx)?;
+    let answer = answer(&call.plan, page, ctx, &|| resolve::collect::schema_names(&call.query().where_clauses))?;
     outcome(answer, call.limit, 0, &|| cursor::query_shape(&ctx.space, &Command::Find(call.query())))
 }
 
@@ -184,8 +186,12 @@ pub(crate) fn with_named_ids(
     Ok(Some(compile_find(q, Env { facts: &facts, ..env }, limit, offset, after)?))
 }
 
+/// The types and predicates a FIND's top-level clauses name (asked only
+/// when it found no solution: [`check_guard`]).
+type SchemaUses<'a> = &'a dyn Fn() -> Vec<Requirement>;
+
 /// The page `plan` answers (`page` rows).
-fn answer(plan: &FindSql, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
+fn answer(plan: &FindSql, page: usize, ctx: &Ctx, uses: SchemaUses) -> Result<Answer, KipError> {
     let (planned, params) = planning(plan, &ctx.space)?;
     let (sql, params) = (&plan.sql, &params[..]);
     Ok(match plan.layout {
@@ -200,10 +206,10 @@ fn answer(plan: &FindSql, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
             let wanted = |row: usize, col: usize, rows: usize| {
                 shown.contains(&col) || (rows > page && row + 1 == page && keys.contains(&col))
             };
-            rows_page(plan, spi::query_docs(sql, params, Access::ReadOnly, planned, &wanted)?, page, ctx)?
+            rows_page(plan, spi::query_docs(sql, params, Access::ReadOnly, planned, &wanted)?, page, ctx, uses)?
         }
         Layout::OneRow { count_col } => {
-            one_row_page(plan, spi::query_planned(sql, params, Access::ReadOnly, planned)?, page, count_col, ctx)?
+            one_row_page(plan, spi::query_planned(sql, params, Access::ReadOnly, planned)?, page, count_col, ctx, uses)?
         }
     })
 }
@@ -222,8 +228,8 @@ struct Answer {
 /// `Layout::Rows`: up to `page + 1` rows, the columnar entries assembled
 /// here. An empty page is where a missing required element shows: the
 /// guard's lookup tells "nothing matched" from `KIP_3002`.
-fn rows_page(plan: &FindSql, rows: Vec<Vec<Doc>>, page: usize, ctx: &Ctx) -> Result<Answer, KipError> {
-    check_guard(plan, rows.is_empty(), ctx)?;
+fn rows_page(plan: &FindSql, rows: Vec<Vec<Doc>>, page: usize, ctx: &Ctx, uses: SchemaUses) -> Result<Answer, KipError> {
+    check_guard(plan, rows.is_empty(), ctx, uses)?;
     let solutions = !rows.is_empty();
     let more = rows.len() > page;
     let last_ids = plan.keyset.as_ref().filter(|_| more && page > 0).and_then(|cols| {
@@ -251,8 +257,18 @@ fn rows_page(plan: &FindSql, rows: Vec<Vec<Doc>>, page: usize, ctx: &Ctx) -> Res
 
 /// `KIP_3002` when the guard finds a required element missing; looked up
 /// when the answer shows no solution (`no_solution`) or the guard is
-/// checked always.
-fn check_guard(plan: &FindSql, no_solution: bool, ctx: &Ctx) -> Result<(), KipError> {
+/// checked always. Before it, for an answer without a solution, `KIP_2001`
+/// when a concept type of the top-level clauses is not registered (RC10
+/// §2.8.2: `drug` for `Drug`), with a "did you mean" hint: a FIND that
+/// finds something needs no such look, and one that finds nothing tells
+/// the agent why.
+fn check_guard(plan: &FindSql, no_solution: bool, ctx: &Ctx, uses: SchemaUses) -> Result<(), KipError> {
+    if no_solution {
+        // Concept types only: an unregistered predicate matches nothing,
+        // as kip-conformance's kql-optional.json requires.
+        let types: Vec<Requirement> = uses().into_iter().filter(|r| r.kind == registry::Kind::ConceptType).collect();
+        registry::require_all_with(&ctx.space, &types, Access::ReadOnly)?;
+    }
     let Some(guard) = plan.guard.as_ref().filter(|g| no_solution || g.always) else { return Ok(()) };
     let (sql, params) = guard.standalone(ctx.space.name());
     let position = spi::lookup_scalar(&sql, params.values(), Access::ReadOnly)?;
@@ -261,13 +277,20 @@ fn check_guard(plan: &FindSql, no_solution: bool, ctx: &Ctx) -> Result<(), KipEr
 
 /// `Layout::OneRow`: one row of jsonb arrays (one more entry than the page,
 /// to tell whether another page exists), scalars and the page's count.
-fn one_row_page(plan: &FindSql, rows: Vec<Vec<Value>>, page: usize, count_col: Option<usize>, ctx: &Ctx) -> Result<Answer, KipError> {
+fn one_row_page(
+    plan: &FindSql,
+    rows: Vec<Vec<Value>>,
+    page: usize,
+    count_col: Option<usize>,
+    ctx: &Ctx,
+    uses: SchemaUses,
+) -> Result<Answer, KipError> {
     let row = rows.into_iter().next().unwrap_or_default();
     // A solution exists when the page has rows or an aggregation has a
     // value (COUNT is 0 and the others NULL over no solution; a COUNT of 0
     // or a SUM of 0 proves nothing, and costs the lookup).
     let shows_a_solution = row.iter().any(|v| !v.is_null() && v.as_i64() != Some(0) && v.as_array().is_none_or(|a| !a.is_empty()));
-    check_guard(plan, !shows_a_solution, ctx)?;
+    check_guard(plan, !shows_a_solution, ctx, uses)?;
     let more = count_col.and_then(|c| row.get(c)).and_then(Value::as_u64).is_some_and(|n| n > page as u64);
     let entries = plan
         .shape

@@ -54,6 +54,30 @@ pub fn run_request(req: Request, mode: Mode, space: &Space, grant: &Grant) -> Do
     envelope::batch(items)
 }
 
+/// The answer to a request that failed before any command ran (the space
+/// could not be read or prepared): for a batch, a `result` array as every
+/// batch gets (RC10 §6.2.3), each command answered with `error` (or with its
+/// own syntax or parameter error), up to the first KML command, where a
+/// run would stop.
+pub fn fail_request(req: &Request, mode: Mode, error: KipError) -> Doc {
+    if !req.batch {
+        return envelope::single(Err(error));
+    }
+    let mut items = Vec::with_capacity(req.commands.len());
+    for cmd in &req.commands {
+        match prepare(cmd, mode) {
+            Err(e) => items.push(envelope::single(Err(e))),
+            Ok(script) => {
+                items.push(envelope::single(Err(error.clone())));
+                if script.commands.iter().any(Command::is_kml) {
+                    break;
+                }
+            }
+        }
+    }
+    envelope::batch(items)
+}
+
 /// Run one command text; returns its envelope and whether a batch must stop.
 fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, dry_run: bool) -> (Doc, bool) {
     if let Err(e) = pg_error::statement_expired() {
@@ -75,7 +99,11 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
         Err(e) => return (envelope::single(Err(e)), false),
     };
     if dry_run {
-        return (envelope::single(dry_run::outcome(&script, space)), false);
+        // A KML command the checks refuse would have failed in the run, and
+        // stopped the batch there: so does its dry run.
+        let outcome = dry_run::outcome(&script, space);
+        let stop = outcome.is_err() && script.commands.iter().any(Command::is_kml);
+        return (envelope::single(outcome), stop);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);
     let kml_marks = if is_kml {

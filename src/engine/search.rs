@@ -16,6 +16,13 @@ const DEFAULT_SEARCH_LIMIT: u64 = 10;
 /// something; the embedding model reads 256 tokens at most anyway.
 pub const MAX_TERM_CHARS: usize = 1000;
 
+/// A format character that shows nothing (zero-width space and joiners,
+/// direction marks and embeddings, word joiner, byte-order mark, soft
+/// hyphen): a term of only these and spaces is empty, as one of spaces is.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
 fn unbound(what: &str) -> KipError {
     KipError::new(ErrorCode::InternalError, format!("SEARCH {what} reached execution unbound"))
 }
@@ -25,7 +32,7 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
         return Err(KipError::new(ErrorCode::InternalError, "SEARCH executor called with another command"));
     };
     let term = search.term.as_str().ok_or_else(|| unbound("term"))?.trim();
-    if term.is_empty() {
+    if term.chars().all(|c| c.is_whitespace() || is_invisible(c)) {
         return Err(KipError::new(ErrorCode::InvalidSyntax, "SEARCH term is empty")
             .with_hint("Give the words to look for, e.g. SEARCH CONCEPT \"aspirin\"."));
     }

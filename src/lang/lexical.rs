@@ -115,18 +115,31 @@ pub fn quote(s: &str) -> String {
 /// there).
 pub fn parse_number(text: &str) -> Result<serde_json::Number, String> {
     let n = serde_json::from_str::<serde_json::Number>(text)
-        .map_err(|_| format!("number '{text}' is out of range (beyond a double's ±1.8e308)"))?;
+        .map_err(|_| format!("number {} is out of range (beyond a double's ±1.8e308)", shown(text)))?;
     let Some(f) = n.as_f64().filter(|_| n.is_f64()) else { return Ok(n) };
     let digits = text.split(['e', 'E']).next().unwrap_or(text);
     if f == 0.0 && digits.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
-        return Err(format!("number '{text}' is out of range (below a double's smallest magnitude, ~4.9e-324: it would be stored as 0)"));
+        return Err(format!(
+            "number {} is out of range (below a double's smallest magnitude, ~4.9e-324: it would be stored as 0)",
+            shown(text)
+        ));
     }
     let written = text.trim_start_matches('-').trim_start_matches('0');
     let gives_back = |form: String| written == integer_digits(&form);
     if f != 0.0 && !text.contains(['.', 'e', 'E']) && !gives_back(format!("{:e}", f.abs())) && !gives_back(format!("{:.16e}", f.abs())) {
-        return Err(format!("integer '{text}' is beyond 64 bits (it would be stored as {f:e})"));
+        return Err(format!("integer {} is beyond 64 bits (it would be stored as {f:e})", shown(text)));
     }
     Ok(n)
+}
+
+/// A number's text quoted for a message, its middle elided when long:
+/// jsonb prints `1e999` as a thousand digits.
+fn shown(text: &str) -> String {
+    const KEEP: usize = 24;
+    if text.len() <= 2 * KEEP || !text.is_ascii() {
+        return format!("'{text}'");
+    }
+    format!("'{}…{}' ({} characters)", &text[..KEEP], &text[text.len() - 8..], text.len())
 }
 
 /// The digits of the integer a decimal form `d.ddde<n>` of an integral

@@ -32,10 +32,11 @@ pub fn translate(
             list.push(s);
         }
     };
+    let context = Context::of(text, pos);
     if pos == rule_pos {
         if let ErrorVariant::ParsingError { positives, .. } = &err.variant {
             for r in positives {
-                if let Some(w) = describe(*r) {
+                if let Some(w) = context.describe(*r) {
                     push(&mut expected, w.to_string());
                 }
             }
@@ -76,6 +77,44 @@ pub fn translate(
     KipError::syntax(message).with_hint(hint_for(text, pos))
 }
 
+/// The command a syntax error is in, as far as the words the rule names
+/// depend on it: `WITH` starts `WITH TYPE` in SEARCH and `WITH METADATA`
+/// elsewhere, and only an UPSERT may be followed by another command (the
+/// grammar takes a script of commands, and offered FIND, UPSERT, … after a
+/// complete FIND).
+struct Context {
+    /// The text starts with SEARCH.
+    search: bool,
+    /// The position is past the first word of a command that no other
+    /// command may follow.
+    sole_command: bool,
+}
+
+impl Context {
+    fn of(text: &str, pos: usize) -> Context {
+        let start = text.len() - text.trim_start().len();
+        let first: String = text[start..].chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+        let past_first = pos > start + first.len();
+        let command = matches!(first.as_str(), "FIND" | "UPDATE" | "MERGE" | "DELETE" | "DESCRIBE" | "SEARCH" | "EXPORT");
+        Context { search: first == "SEARCH", sole_command: command && past_first }
+    }
+
+    /// Plain-words description of a grammar rule here; `None` hides it.
+    fn describe(&self, rule: Rule) -> Option<&'static str> {
+        use Rule::*;
+        match rule {
+            kw_with if self.search => Some("WITH TYPE"),
+            kw_find | kw_upsert | kw_update | kw_merge | kw_delete | kw_describe | kw_search | kw_export | script | find
+            | upsert | update | merge | delete | describe | search | export
+                if self.sole_command =>
+            {
+                None
+            }
+            _ => self::describe(rule),
+        }
+    }
+}
+
 /// Plain-words description of a grammar rule; `None` hides it.
 fn describe(rule: Rule) -> Option<&'static str> {
     use Rule::*;
@@ -113,18 +152,12 @@ fn describe(rule: Rule) -> Option<&'static str> {
         kw_from => "FROM",
         kw_detach => "DETACH",
         kw_describe => "DESCRIBE",
-        kw_primer
-        | describe_primer
-        | kw_domains
-        | describe_domains
-        | kw_types
-        | kw_type
-        | describe_concept_types
-        | describe_concept_type
-        | describe_prop_types
-        | describe_prop_type => {
-            "PRIMER, DOMAINS, CONCEPT TYPES, CONCEPT TYPE, PROPOSITION TYPES or PROPOSITION TYPE"
-        }
+        kw_types => "TYPES",
+        kw_type => "TYPE",
+        kw_primer | describe_primer => "PRIMER",
+        kw_domains | describe_domains => "DOMAINS",
+        describe_concept_types | describe_concept_type => "CONCEPT",
+        describe_prop_types | describe_prop_type => "PROPOSITION",
         kw_search => "SEARCH",
         kw_mode | search_mode => "MODE",
         kw_threshold | search_threshold => "THRESHOLD",

@@ -7,8 +7,13 @@
 //! neutral default.
 //!
 //! A link decays when: its predicate is not `belongs_to_domain`; it is not
-//! `superseded`; its confidence is not `1.0` (system truths — schema, identity
-//! — are not made unimportant by disuse); its strength is absent or a number
+//! `superseded`; it is no commitment, identity fact or schema truth, which
+//! "are not made unimportant merely because they have not been recalled"
+//! (RC11 BrainMaintenance 7B): neither end is a `Commitment` (nor is the
+//! predicate `committed_to` or `owed_to`), the agent itself (`$self`,
+//! `$system`) or a type or predicate definition. Its `confidence` plays no
+//! part: RC11 keeps the two axes apart (a fact held with confidence 1.0 is
+//! as prone to fade from mind as any). Its strength is absent or a number
 //! above the `0.05` floor (so the sweep converges); it is older than a week
 //! (`metadata.created_at`, or the row's creation time when absent/unreadable);
 //! it was not re-observed in the last 14 days (`metadata.observed_at`); and it
@@ -78,8 +83,11 @@ pub fn run(space: &str, cap: i64) -> Result<i64, KipError> {
            FROM kip.propositions p \
            LEFT JOIN kip.concepts s ON s.id = p.subject_concept \
            LEFT JOIN kip.concepts o ON o.id = p.object_concept \
-           WHERE p.space = $1 AND p.predicate <> 'belongs_to_domain' \
-             AND coalesce({confidence} < 1.0, true) \
+           WHERE p.space = $1 AND p.predicate NOT IN ('belongs_to_domain', 'committed_to', 'owed_to') \
+             AND NOT coalesce(s.type IN ('Commitment', '$ConceptType', '$PropositionType') \
+                              OR (s.type = 'Person' AND s.name IN ('$self', '$system')), false) \
+             AND NOT coalesce(o.type IN ('Commitment', '$ConceptType', '$PropositionType') \
+                              OR (o.type = 'Person' AND o.name IN ('$self', '$system')), false) \
              AND (p.metadata -> 'memory_strength' IS NULL OR {strength} > $9::float8) \
              AND coalesce(p.metadata -> 'superseded', 'false'::jsonb) <> 'true'::jsonb \
              AND coalesce(kip.try_timestamptz(p.metadata ->> 'created_at'), p.created_at) < now() - $6::interval \
@@ -98,7 +106,6 @@ pub fn run(space: &str, cap: i64) -> Result<i64, KipError> {
              jsonb_build_object('memory_strength', jsonb_build_object('from', old_strength, 'to', new_strength), 'factor', factor) \
            FROM upd RETURNING 1) \
          SELECT (SELECT count(*) FROM upd), (SELECT count(*) FROM logged)",
-        confidence = number("p.metadata -> 'confidence'"),
         evidence = number("o.attributes -> 'evidence_count'"),
         salience = number("s.attributes -> 'salience_score'"),
         learning = number("s.attributes -> 'learning_value'"),

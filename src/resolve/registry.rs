@@ -44,6 +44,12 @@ pub struct Requirement {
 /// order) is reported. (Read-write SPI access so the query sees what earlier
 /// statements of the same command text registered.)
 pub fn require_all(space: &Space, needed: &[Requirement]) -> Result<(), KipError> {
+    require_all_with(space, needed, Access::ReadWrite)
+}
+
+/// [`require_all`] with the caller's SPI access: a read checks with
+/// read-only access.
+pub fn require_all_with(space: &Space, needed: &[Requirement], access: Access) -> Result<(), KipError> {
     if needed.is_empty() {
         return Ok(());
     }
@@ -71,7 +77,7 @@ pub fn require_all(space: &Space, needed: &[Requirement]) -> Result<(), KipError
             "SELECT c.type, c.name, c.xmin::text FROM unnest($2::text[], $3::text[]) AS r(type, name) \
              JOIN kip.concepts c ON c.space = $1 AND c.type = r.type AND c.name = r.name",
             &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
-            Access::ReadWrite,
+            access,
         )?;
         for row in rows {
             let text = |i: usize| row.get(i).and_then(|v| v.as_str()).map(str::to_string);
@@ -83,15 +89,15 @@ pub fn require_all(space: &Space, needed: &[Requirement]) -> Result<(), KipError
     }
     for r in needed {
         if !found.contains(&(r.kind.meta_type().to_string(), r.name.clone())) {
-            return Err(unknown(space, r.kind, &r.name));
+            return Err(unknown(space, r.kind, &r.name, access));
         }
     }
     Ok(())
 }
 
 /// `KIP_2001` for an unregistered name, with the closest registered name as hint.
-pub fn unknown(space: &Space, kind: Kind, name: &str) -> KipError {
-    let candidates = registered_names(space, kind).unwrap_or_default();
+fn unknown(space: &Space, kind: Kind, name: &str, access: Access) -> KipError {
+    let candidates = registered_names(space, kind, access).unwrap_or_default();
     let err = KipError::new(ErrorCode::TypeMismatch, format!("{} {name:?} is not registered", kind.noun()));
     match suggest(name, &candidates) {
         Some(s) => err.with_hint(format!(
@@ -106,11 +112,11 @@ pub fn unknown(space: &Space, kind: Kind, name: &str) -> KipError {
     }
 }
 
-fn registered_names(space: &Space, kind: Kind) -> Result<Vec<String>, KipError> {
+fn registered_names(space: &Space, kind: Kind, access: Access) -> Result<Vec<String>, KipError> {
     let rows = spi::query(
         "SELECT name FROM kip.concepts WHERE space = $1 AND type = $2 ORDER BY name LIMIT 5000",
         &[space.param(), SqlParam::Text(kind.meta_type().into())],
-        Access::ReadWrite,
+        access,
     )?;
     Ok(rows.into_iter().filter_map(|r| r.into_iter().next()?.as_str().map(str::to_string)).collect())
 }

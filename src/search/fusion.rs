@@ -27,9 +27,11 @@
 //!   alias twenty places down once its element had a vector.
 //!
 //! A fused score is a rank, not a measure of likeness (a nonsense term's
-//! best semantic neighbour still fuses to about 0.49), so THRESHOLD in
-//! hybrid mode also asks the evidence behind a hit, its keyword score or
-//! its cosine similarity, to reach it ([`keep_evidence_at_least`]).
+//! best semantic neighbour still fuses to about 0.49, and a hit only one
+//! ranking found fuses to at most k / (2 (k + 1)) ≈ 0.49 however alike it
+//! is), so THRESHOLD in hybrid mode asks the evidence behind a hit, its
+//! keyword score or its cosine similarity, to reach it
+//! ([`keep_evidence_at_least`]), and not the fused score.
 
 use super::query::Hit;
 use crate::embed::settings::Fusion;
@@ -44,7 +46,9 @@ pub const KEYWORD_FLOOR: f64 = 0.15;
 /// Keyword scores of an exact alias (0.95) or name (0.99).
 pub const EXACT_MATCH: f64 = 0.95;
 
-/// The highest fused score, reached only by an element both lists rank first.
+/// The highest fused score, reached only by an element both lists rank
+/// first (or one waiting for its vector that the keyword list ranks first:
+/// its keyword rank stands for both).
 pub fn ceiling() -> f64 {
     RRF_K / (RRF_K + 1.0)
 }

@@ -12,8 +12,11 @@
 //! `hybrid` run as keyword: degraded recall beats no recall (RC10 §5.2.1).
 //!
 //! Every mode reports `_score` in `[0, 1)`: scores saturate below 1, so
-//! `THRESHOLD 1.0` returns nothing. Hits below THRESHOLD are dropped and the
-//! rest ordered by `_score` descending.
+//! `THRESHOLD 1.0` returns nothing. In keyword and semantic mode hits whose
+//! `_score` is below THRESHOLD are dropped; in hybrid mode, whose `_score` is
+//! a fused rank, those whose evidence (keyword score or cosine similarity)
+//! is below it (`fusion::keep_evidence_at_least`). The rest are ordered by
+//! `_score` descending.
 
 pub mod fusion;
 pub mod keyword;
@@ -59,7 +62,9 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
                     let kw = kw?;
                     let sem = semantic::search(q, &v, depth, semantic::Role::HybridHalf, ctx)?;
                     let fused = fusion::fuse(&kw, &sem, embed::settings::fusion()?);
-                    threshold_and_limit(fusion::keep_evidence_at_least(fused, &kw, &sem, q.threshold), q)
+                    // THRESHOLD asks for likeness, which a fused score
+                    // (a rank) is not: the evidence alone decides.
+                    order_and_limit(fusion::keep_evidence_at_least(fused, &kw, &sem, q.threshold), q)
                 }
                 None => keyword_alone(q, ctx)?,
             }
@@ -78,7 +83,13 @@ fn keyword_alone(q: &Query, ctx: &Ctx) -> Result<Vec<Hit>, KipError> {
 /// THRESHOLD applies to the score as the hit shows it (`_score`, four
 /// decimals rounded down), so no hit shows a score below the THRESHOLD.
 fn threshold_and_limit(mut hits: Vec<Hit>, q: &Query) -> Vec<Hit> {
-    hits.retain(|h| h.score > 0.0 && load::round4(h.score) >= q.threshold);
+    hits.retain(|h| load::round4(h.score) >= q.threshold);
+    order_and_limit(hits, q)
+}
+
+/// Drop zero scores, order by score, cap at LIMIT.
+fn order_and_limit(mut hits: Vec<Hit>, q: &Query) -> Vec<Hit> {
+    hits.retain(|h| h.score > 0.0);
     // Stable: ties keep the order the ranking produced them in.
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(q.limit.max(0) as usize);

@@ -402,7 +402,9 @@ fn the_links_of_a_concept_run_behave_as_one_by_one() {
     );
     let melatonin = run(&mut c, r#"FIND(?o.name) WHERE { ({type: "Drug", name: "Melatonin"}, "treats", ?o) }"#);
     assert_eq!(melatonin, json!(["Insomnia"]));
-    run(
+    // A handle defined by two blocks would bind the later ones to either
+    // element: refused before anything is written.
+    let out = error(
         &mut c,
         r#"UPSERT {
              CONCEPT ?y { {type: "Symptom", name: "Anxiety"} SET ATTRIBUTES { severity: "high" } }
@@ -410,6 +412,13 @@ fn the_links_of_a_concept_run_behave_as_one_by_one() {
              CONCEPT ?e { {type: "Drug", name: "Valerian"} SET ATTRIBUTES { risk_level: 0 } SET PROPOSITIONS { ("treats", ?y) } }
            }"#,
     );
-    let valerian = run(&mut c, r#"FIND(?o.name) WHERE { ({type: "Drug", name: "Valerian"}, "treats", ?o) }"#);
-    assert_eq!(valerian, json!(["Restlessness"]));
+    assert_eq!(out["code"], "KIP_1001", "{out}");
+    assert!(out["message"].as_str().unwrap_or_default().contains("?y"), "{out}");
+    let anxiety = run(&mut c, r#"FIND(?s.attributes.severity) WHERE { ?s {type: "Symptom", name: "Anxiety"} }"#);
+    assert_eq!(anxiety, json!(["mild"]), "nothing written");
+    let code = fails(
+        &mut c,
+        r#"UPSERT { CONCEPT ?y { {type: "Symptom", name: "Restlessness"} } PROPOSITION ?y { ({type: "Drug", name: "Melatonin"}, "treats", ?y) } }"#,
+    );
+    assert_eq!(code, "KIP_1001", "a concept's handle is no link's");
 }

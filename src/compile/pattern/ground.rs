@@ -35,26 +35,19 @@ pub(crate) fn element_id(cx: &Cx, id: &str) -> Result<(ElementKind, i64), KipErr
     Ok((parsed.kind, n))
 }
 
-/// `{id: "C:…"}`: the row id of a concept.
+/// `{id: "C:…"}`: the row id of a concept. A proposition's id there is
+/// `KIP_1001` wherever it is written, as in UPSERT: it names an element of
+/// the other kind, never a concept that might exist.
 pub(crate) fn concept_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
-    let parsed = ids::parse(id)?;
-    match parsed.kind {
-        ElementKind::Concept => concept_row(cx, id, parsed.id),
-        ElementKind::Proposition if !cx.mandatory => Ok(NO_ELEMENT),
-        ElementKind::Proposition => Err(not_found("concept", id)
-            .with_hint("{id: …} matches a concept (\"C:<n>\"); use (id: \"P:…\") for a proposition.")),
-    }
+    let parsed = ids::parse_concept(id)?;
+    concept_row(cx, id, parsed.id)
 }
 
-/// `(id: "P:…")`: the row id of a proposition.
+/// `(id: "P:…")`: the row id of a proposition (a concept's id there is
+/// `KIP_1001`, as above).
 pub(crate) fn proposition_id(cx: &Cx, id: &str) -> Result<i64, KipError> {
-    let parsed = ids::parse(id)?;
-    match parsed.kind {
-        ElementKind::Proposition => proposition_row(cx, id, parsed.id, parsed.predicate),
-        ElementKind::Concept if !cx.mandatory => Ok(NO_ELEMENT),
-        ElementKind::Concept => Err(not_found("proposition", id)
-            .with_hint("(id: …) matches a proposition (\"P:<n>:<predicate>\"); use {id: \"C:…\"} for a concept.")),
-    }
+    let parsed = ids::parse_proposition(id)?;
+    proposition_row(cx, id, parsed.id, parsed.predicate)
 }
 
 fn concept_row(cx: &Cx, id: &str, n: Option<i64>) -> Result<i64, KipError> {

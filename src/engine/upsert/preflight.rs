@@ -1,6 +1,6 @@
 //! Static checks of one UPSERT statement, before anything is written:
-//! reserved `_` metadata keys (`KIP_2002`), local handles defined before use
-//! (`KIP_3001`), names of newly defined types and predicates (`KIP_1002`),
+//! reserved `_` metadata keys (`KIP_2002`), local handles defined once
+//! (`KIP_1001`) and before use (`KIP_3001`), names of newly defined types and predicates (`KIP_1002`),
 //! and the list of types and predicates that must already be registered —
 //! all of them checked afterwards with a single query (`KIP_2001`).
 //!
@@ -73,7 +73,7 @@ impl Walk {
         }
         // The handle is usable from the block's own SET PROPOSITIONS on (a
         // link to itself is then reported as a self-loop, not a bad handle).
-        self.handles.insert(block.handle.clone());
+        self.define(&block.handle)?;
         for item in block.set_propositions.iter().flatten() {
             reserved::check_metadata_fields(item.metadata.as_deref())?;
             limits::check_name("predicate", lit_str(&item.predicate)?)?;
@@ -87,9 +87,19 @@ impl Walk {
         reserved::check_metadata_fields(block.metadata.as_deref())?;
         self.pattern(&block.identity)?;
         if let Some(h) = &block.handle {
-            self.handles.insert(h.clone());
+            self.define(h)?;
         }
         Ok(())
+    }
+
+    /// A handle names one block of the statement: a second definition
+    /// would silently rebind the blocks after it to another element.
+    fn define(&mut self, handle: &str) -> Result<(), KipError> {
+        if self.handles.insert(handle.to_string()) {
+            return Ok(());
+        }
+        Err(KipError::new(ErrorCode::InvalidSyntax, format!("handle ?{handle} is defined by two blocks of this UPSERT"))
+            .with_hint("Give each CONCEPT and PROPOSITION block of an UPSERT its own handle; to write one element twice, write it in one block."))
     }
 
     fn pattern(&mut self, pattern: &PropPattern) -> Result<(), KipError> {

@@ -32,8 +32,24 @@ pub unsafe fn to_value(datum: pg_sys::Datum) -> Option<Value> {
 pub enum Unread {
     /// It nests deeper than serde's limit, or holds something unexpected.
     Unexpected,
-    /// One of its numbers is refused ([`BigNumbers::Refuse`]), and why.
-    RefusedNumber(String),
+    /// One of its numbers is refused ([`BigNumbers::Refuse`]): why, and
+    /// where (object keys and array positions, outermost first; empty for
+    /// a number at the top, or one the iterator read).
+    RefusedNumber { reason: String, path: Vec<String> },
+}
+
+impl Unread {
+    /// The same, one level further in: `step` is the key or position of
+    /// the member it was in.
+    fn within(self, step: impl FnOnce() -> String) -> Unread {
+        match self {
+            Unread::RefusedNumber { reason, mut path } => {
+                path.insert(0, step());
+                Unread::RefusedNumber { reason, path }
+            }
+            other => other,
+        }
+    }
 }
 
 /// `Unread::Unexpected` for a `None`: the bytes' checks below are options.
@@ -66,7 +82,7 @@ pub unsafe fn to_value_with(datum: pg_sys::Datum, big: BigNumbers) -> Result<Val
     let size = pgrx::varlena::varsize(jb as *const pg_sys::varlena);
     match size.checked_sub(4).map(|len| decode(jb.cast::<u8>().add(4), len, 0, big)) {
         Some(Ok(value)) => Ok(value),
-        Some(Err(Unread::RefusedNumber(reason))) => Err(Unread::RefusedNumber(reason)),
+        Some(Err(refused @ Unread::RefusedNumber { .. })) => Err(refused),
         Some(Err(Unread::Unexpected)) | None => iterate(jb, big),
     }
 }
@@ -103,6 +119,12 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
         }
         let at = data.add(base + start);
         let aligned = (start + 3) & !3;
+        // Where a refused number is: a value's key (decoded already, keys
+        // come first), or an element's position.
+        let step = || match values.get(i.wrapping_sub(count)) {
+            Some(Value::String(key)) if object => serde_json::to_string(key).unwrap_or_default(),
+            _ => format!("[{i}]"),
+        };
         let value = match entry & pg_sys::JENTRY_TYPEMASK {
             pg_sys::JENTRY_ISSTRING => {
                 Value::String(String::from_utf8_lossy(std::slice::from_raw_parts(at, end - start)).into_owned())
@@ -110,12 +132,14 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
             pg_sys::JENTRY_ISNUMERIC if aligned < end => {
                 let numeric = data.add(base + aligned);
                 let text = pgrx::direct_function_call::<&CStr>(pg_sys::numeric_out, &[Some(pg_sys::Datum::from(numeric))]);
-                number(expected(text.and_then(|t| t.to_str().ok()))?, big)?
+                number(expected(text.and_then(|t| t.to_str().ok()))?, big).map_err(|e| e.within(step))?
             }
             pg_sys::JENTRY_ISBOOL_FALSE => Value::Bool(false),
             pg_sys::JENTRY_ISBOOL_TRUE => Value::Bool(true),
             pg_sys::JENTRY_ISNULL => Value::Null,
-            pg_sys::JENTRY_ISCONTAINER if aligned <= end => decode(data.add(base + aligned), end - aligned, depth + 1, big)?,
+            pg_sys::JENTRY_ISCONTAINER if aligned <= end => {
+                decode(data.add(base + aligned), end - aligned, depth + 1, big).map_err(|e| e.within(step))?
+            }
             _ => return Err(Unread::Unexpected),
         };
         values.push(value);
@@ -205,7 +229,7 @@ fn number(text: &str, big: BigNumbers) -> Result<Value, Unread> {
     if big == BigNumbers::Refuse {
         // A parameter's number is refused as the same literal in a command
         // text would be (beyond 64 bits, beyond a double's range).
-        return kip_lang::parse_number(text).map(Value::Number).map_err(Unread::RefusedNumber);
+        return kip_lang::parse_number(text).map(Value::Number).map_err(|reason| Unread::RefusedNumber { reason, path: Vec::new() });
     }
     match text.parse::<Number>() {
         Ok(n) => Ok(Value::Number(n)),

@@ -52,6 +52,11 @@ fn syntax_errors_name_position_and_expectation() {
         ("DESCRIBE CONCEPT TYPE", "expected a string or :parameter"),
         ("FIND(?x) WHERE { ?x {type: \"Drug\"} FILTER(?x.name == ) }", "expected an expression"),
         ("UPSERT { CONCEPT ?x { {type: \"D\", name: \"A\"} SET ATTRIBUTES { a: 1 } EXPECT VERSION 2 } }", "expected SET or '}'"),
+        // Words that depend on the command: WITH TYPE in SEARCH, and no
+        // other command after one that must stand alone.
+        ("SEARCH CONCEPT \"x\" WITH TYP \"Drug\"", "expected TYPE, found `TYP`"),
+        ("DESCRIBE CONCEPT FOO", "expected TYPES or TYPE"),
+        ("DESCRIBE NOTHING", "DOMAINS"),
     ];
     for (text, needle) in cases {
         let e = err(text);
@@ -64,6 +69,20 @@ fn syntax_errors_name_position_and_expectation() {
         assert!(!e.message.contains("Rule::"), "{}", e.message);
         assert!(e.hint.is_some());
     }
+}
+
+#[test]
+fn no_other_command_is_offered_after_one_that_stands_alone() {
+    let e = err("SEARCH CONCEPT \"x\" LIMIT 2 FOO");
+    assert!(e.message.contains("WITH TYPE") && !e.message.contains("WITH METADATA"), "{}", e.message);
+    for text in ["SEARCH CONCEPT \"x\" LIMIT 2 FOO", "FIND(?x) WHERE { ?x {type: \"D\"} } FOO"] {
+        let e = err(text);
+        for other in ["UPSERT", "UPDATE", "EXPORT"] {
+            assert!(!e.message.contains(other), "{text}: {}", e.message);
+        }
+    }
+    // After an UPSERT, another UPSERT may follow.
+    assert!(err("UPSERT { CONCEPT ?x { {type: \"D\", name: \"A\"} } } FOO").message.contains("UPSERT"));
 }
 
 #[test]
