@@ -560,9 +560,11 @@ BEGIN
                       WHERE d.objtype = ob.objtype AND d.grantee = a.grantee AND d.privilege_type = a.privilege_type)
           -- ... and that the object had when an extension script made it
           -- (pg_init_privs): a grant made by hand later stays, even to a
-          -- role the default privileges also name. (Postgres records no
-          -- initial privileges for some objects, a serial column's
-          -- sequence among them: there the default privileges decide.)
+          -- role the default privileges also name. (Postgres records
+          -- initial privileges only for objects an extension script
+          -- granted or revoked on: for the others, kip's functions and
+          -- the history's sequence among them, the default privileges
+          -- decide.)
           AND (EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs ip, pg_catalog.aclexplode(ip.initprivs) i
                        WHERE ip.objoid = ob.oid AND ip.classoid = ob.classoid AND ip.objsubid = 0
                          AND i.grantee = a.grantee AND i.privilege_type = a.privilege_type)

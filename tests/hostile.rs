@@ -115,6 +115,9 @@ fn size_limits_name_the_limit() {
         .unwrap()
         .get(0);
     assert!(message(&out).starts_with(r#"the parameters: "a"."b"[1]: number '1000"#), "{out}");
+    // A lone number is at the top: no position is named.
+    let out: Value = c.query_one("SELECT kip_execute('DESCRIBE PRIMER', '1e400'::jsonb)", &[]).unwrap().get(0);
+    assert!(message(&out).starts_with("the parameters: number '1000"), "{out}");
     // A number a double cannot stand for, in a parameter or in the text,
     // is refused rather than stored as another (an integer beyond 64 bits
     // was rounded, a non-zero number below a double's smallest magnitude

@@ -733,6 +733,31 @@ fn read_path_error_codes() {
     assert!(e["error"]["message"].as_str().unwrap().starts_with("?x.name is a string"), "{e}");
     assert!(e["error"]["hint"].as_str().unwrap().contains("IS_NOT_NULL(?x.name)"), "{e}");
     assert_eq!(code(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(!?x.type || ?x.id) }"#), "KIP_1001");
+    // A literal that is no boolean is no condition; a pattern, prefix or
+    // suffix is a string; an aggregation needs values of its kind (each
+    // answered an empty list or null).
+    for cmd in [
+        r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(5) }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER("yes") }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(REGEX(?x.name, 5)) }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(STARTS_WITH(?x.name, 1)) }"#,
+        r#"FIND(SUM(?x)) WHERE { ?x {type: "Node"} }"#,
+        r#"FIND(MIN(?x)) WHERE { ?x {type: "Node"} }"#,
+        r#"FIND(AVG(?x.name)) WHERE { ?x {type: "Node"} }"#,
+        r#"FIND(SUM(?x.attributes)) WHERE { ?x {type: "Node"} }"#,
+    ] {
+        let e = kip(&mut c, cmd, json!({}));
+        assert_eq!(err_code(&e), "KIP_1001", "{cmd}: {e}");
+        assert!(e["error"]["hint"].is_string(), "{e}");
+    }
+    // What has values of its kind still runs.
+    for cmd in [
+        r#"FIND(MIN(?x.name), COUNT(?x)) WHERE { ?x {type: "Node"} }"#,
+        r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(CONTAINS(?x.attributes.tags, 5) || true) }"#,
+        r#"FIND(MAX(?p)) WHERE { ?x {type: "Node"} (?x, ?p, ?y) }"#,
+    ] {
+        assert!(kip(&mut c, cmd, json!({})).get("error").is_none(), "{cmd}");
+    }
     // A grouped FIND's ORDER BY key that is not among its expressions is named.
     let e = kip(&mut c, r#"FIND(?x.name, COUNT(?y)) WHERE { ?x {type: "Node"} (?x, "next", ?y) } ORDER BY SUM(?y.attributes.w)"#, json!({}));
     assert_eq!(err_code(&e), "KIP_1001", "{e}");

@@ -363,6 +363,8 @@ fn disuse_decays_memory_strength_never_confidence() {
     let first = maintain(&mut c, &space);
     assert_eq!(first["decayed"], json!(4), "{first}");
     assert_eq!(link_strength(&mut c, &space, "weak"), json!(0.665), "a missing strength starts from 0.7 and fades by 0.95");
+    // Stamped with the key BrainMaintenance 7A's own guard reads.
+    assert!(link_meta(&mut c, &space, "weak", "strength_decay_applied_at").is_string(), "{first}");
     assert_eq!(link_strength(&mut c, &space, "strong"), json!(0.6825), "reinforced memories lose half as much (0.975)");
     assert_eq!(link_strength(&mut c, &space, "vivid"), json!(0.855));
     assert_eq!(link_strength(&mut c, &space, "faint"), json!(0.05), "the 0.05 floor ends the sweep");

@@ -109,7 +109,15 @@ fn search_propositions_by_predicate_and_its_description() {
     // The predicate's definition describes it as relieving symptoms.
     let hits = ok(kip(&mut c, r#"SEARCH PROPOSITION "relieves" WITH TYPE "treats" MODE "keyword""#, json!({})));
     assert_eq!(hits.as_array().unwrap().len(), 2, "{hits}");
-    let none = ok(kip(&mut c, r#"SEARCH PROPOSITION "treats" WITH TYPE "causes" MODE "keyword""#, json!({})));
+    // A predicate or type that is not registered is KIP_2001 with a "did
+    // you mean", not an empty answer; a registered one that matches
+    // nothing is an empty answer.
+    let e = kip(&mut c, r#"SEARCH PROPOSITION "treats" WITH TYPE "causes" MODE "keyword""#, json!({}));
+    assert_eq!(err_code(&e), "KIP_2001", "{e}");
+    let e = kip(&mut c, r#"SEARCH CONCEPT "aspirin" WITH TYPE "drug""#, json!({}));
+    assert_eq!(err_code(&e), "KIP_2001", "{e}");
+    assert!(e["error"]["hint"].as_str().unwrap_or_default().contains("\"Drug\""), "{e}");
+    let none = ok(kip(&mut c, r#"SEARCH CONCEPT "zzzzqqq" WITH TYPE "Drug" MODE "keyword""#, json!({})));
     assert_eq!(none, json!([]));
 }
 

@@ -471,6 +471,17 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
     if func == FilterFunc::In {
         return in_list(cx, a, b);
     }
+    // A pattern, prefix or suffix is a string (CONTAINS may also look for
+    // another value in an array): any other literal matched nothing.
+    if let Operand::Lit(pattern) = &b {
+        if func != FilterFunc::Contains && !pattern.is_string() {
+            return Err(KipError::new(
+                ErrorCode::InvalidSyntax,
+                format!("{}'s second argument must be a string, got {}", func.keyword(), kip_lang::json_kind(pattern)),
+            )
+            .with_hint(format!("Write it as {}.", func.usage())));
+        }
+    }
     if let (Operand::Lit(x), Operand::Lit(y)) = (&a, &b) {
         match (func, x, y) {
             // Postgres's regular expressions, not Rust's: evaluated in SQL
@@ -551,7 +562,18 @@ fn in_list(cx: &mut Cx, a: Operand, list: Operand) -> Result<String, KipError> {
 /// A FILTER expression as an SQL boolean (never NULL).
 pub(crate) fn compile_filter(access: &mut dyn VarAccess, cx: &mut Cx, e: &Expr) -> Result<String, KipError> {
     Ok(match e {
-        Expr::Value(v) => bool_sql(crate::compile::bound::value(v)? == Json::Bool(true)),
+        Expr::Value(v) => match crate::compile::bound::value(v)? {
+            Json::Bool(b) => bool_sql(b),
+            // A parameter may carry no flag: no condition holds.
+            Json::Null => bool_sql(false),
+            other => {
+                return Err(KipError::new(
+                    ErrorCode::InvalidSyntax,
+                    format!("{} is {}, not a condition: a FILTER needs true or false", other, kip_lang::json_kind(&other)),
+                )
+                .with_hint("Compare a value with a field, e.g. FILTER(?x.attributes.<key> == …)."))
+            }
+        },
         Expr::Path(p) => match path_operand(access, cx, p)? {
             Operand::Json(j) => format!("coalesce({j} = 'true'::jsonb, false)"),
             Operand::Object(_) => return Err(not_comparable(&path_text(p))),

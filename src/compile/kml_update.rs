@@ -45,10 +45,26 @@ fn expr(e: &UpdateExpr, alias: &str, kind: ElementKind, params: &mut Params) -> 
         UpdateExpr::Value(v) => params.json(bound::value(v)?),
         UpdateExpr::Path(p) => path(p, alias, kind, params),
         UpdateExpr::Call { func, args } => {
+            if let (UpdateFunc::Clamp, [_, UpdateExpr::Value(lo), UpdateExpr::Value(hi)]) = (func, args.as_slice()) {
+                check_clamp_bounds(&bound::value(lo)?, &bound::value(hi)?)?;
+            }
             let args: Vec<String> = args.iter().map(|a| expr(a, alias, kind, params)).collect::<Result<_, _>>()?;
             call(*func, &args)
         }
     })
+}
+
+/// `CLAMP(x, lo, hi)` with literal bounds the wrong way round (`lo > hi`)
+/// wrote `hi` to every match: `KIP_1001` instead.
+fn check_clamp_bounds(lo: &serde_json::Value, hi: &serde_json::Value) -> Result<(), KipError> {
+    match (lo.as_f64(), hi.as_f64()) {
+        (Some(l), Some(h)) if l > h => Err(KipError::new(
+            kip_lang::ErrorCode::InvalidSyntax,
+            format!("CLAMP's lower bound {lo} is above its upper bound {hi}"),
+        )
+        .with_hint("Write CLAMP(value, low, high) with low <= high, e.g. CLAMP(?x.metadata.memory_strength, 0.0, 1.0).")),
+        _ => Ok(()),
+    }
 }
 
 /// Whether the numeric `n` is a double: zero, or of a magnitude between the

@@ -23,7 +23,7 @@ use crate::compile::element::{concept_json, proposition_json};
 use crate::compile::filter::{path_operand, JsonSql, JsonType, Operand, VarAccess};
 use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, VarKind};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Predicate, Projection, PropPattern, WhereClause};
-use kip_lang::KipError;
+use kip_lang::{ErrorCode, KipError};
 use std::collections::HashMap;
 
 /// One entry of the result: a column of plain paths or an aggregation.
@@ -356,6 +356,7 @@ fn json_sort_keys(j: &JsonSql) -> Vec<String> {
 /// The value an aggregation reads per solution: (element/predicate key, jsonb value).
 pub(crate) fn agg_inputs(access: &mut SolutionAccess, cx: &mut Cx, agg: &Aggregate) -> Result<(String, String), KipError> {
     let key = access.column(&agg.arg.var).ok_or_else(|| crate::compile::filter::unbound(&agg.arg.var))?;
+    refuse_valueless(access, agg)?;
     let value = match agg.arg.field {
         PathField::Whole => match access.var(&agg.arg.var).map(|v| v.kind) {
             Some(VarKind::Predicate) => format!("to_jsonb({key})"),
@@ -364,6 +365,41 @@ pub(crate) fn agg_inputs(access: &mut SolutionAccess, cx: &mut Cx, agg: &Aggrega
         _ => path_json(access, cx, &agg.arg)?,
     };
     Ok((key, value))
+}
+
+/// `KIP_1001` for an aggregation whose input has no value of its kind: a
+/// whole element has no number and no order (only COUNT counts it), and a
+/// name, type, id, predicate or endpoint is a string (no SUM or AVG). It
+/// answered null.
+fn refuse_valueless(access: &mut SolutionAccess, agg: &Aggregate) -> Result<(), KipError> {
+    let predicate_var = matches!(access.var(&agg.arg.var).map(|v| v.kind), Some(VarKind::Predicate));
+    let numeric = matches!(agg.func, AggFunc::Sum | AggFunc::Avg);
+    let (what, reason) = match (&agg.arg.field, agg.func) {
+        (_, AggFunc::Count) => return Ok(()),
+        (PathField::Whole, _) if predicate_var && !numeric => return Ok(()),
+        (PathField::Whole, _) if !predicate_var => (format!("?{}", agg.arg.var), "a whole element"),
+        (PathField::Attributes(Some(_)) | PathField::Metadata(Some(_)), _) => return Ok(()),
+        (PathField::Attributes(None) | PathField::Metadata(None), _) => (format!("?{}.{}", agg.arg.var, field_word(&agg.arg.field)), "an object"),
+        (_, AggFunc::Min | AggFunc::Max) => return Ok(()),
+        (PathField::Whole, _) => (format!("?{}", agg.arg.var), "a predicate name, a string"),
+        (field, _) => (format!("?{}.{}", agg.arg.var, field_word(field)), "a string"),
+    };
+    Err(KipError::new(ErrorCode::InvalidSyntax, format!("{}({what}): {what} is {reason}, which has no {}", agg.func.keyword(), if numeric { "number" } else { "order" }))
+        .with_hint(format!("Aggregate one of its values, e.g. {}(?{}.attributes.<key>), or count it with COUNT(?{}).", agg.func.keyword(), agg.arg.var, agg.arg.var)))
+}
+
+fn field_word(field: &PathField) -> &'static str {
+    match field {
+        PathField::Id => "id",
+        PathField::Type => "type",
+        PathField::Name => "name",
+        PathField::Subject => "subject",
+        PathField::Predicate => "predicate",
+        PathField::Object => "object",
+        PathField::Attributes(_) => "attributes",
+        PathField::Metadata(_) => "metadata",
+        PathField::Whole => "",
+    }
 }
 
 /// The aggregate over a deduplicated input `t(k, x)` (one row per element

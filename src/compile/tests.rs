@@ -78,9 +78,12 @@ fn concept_clause_by_id_uses_the_resolved_fact() {
     let absent = Facts { concepts: [(5, false)].into(), ..Facts::default() };
     assert_eq!(pattern_error(r#"?x {id: "C:5"}"#, &absent).code, ErrorCode::NotFound);
     // ...and matches nothing (row id 0) inside OPTIONAL.
-    let (sql, params) = pattern(r#"?y {type: "Drug"} OPTIONAL { (?y, "treats", {id: "P:9"}) }"#, &Facts { propositions: [(9, None)].into(), ..Facts::default() }).unwrap();
+    let (sql, params) = pattern(r#"?y {type: "Drug"} OPTIONAL { (?y, "treats", {id: "C:5"}) }"#, &absent).unwrap();
     assert!(sql.contains("LEFT JOIN LATERAL"), "{sql}");
-    assert!(params.contains(&SqlParam::Int(0)), "{params:?}");
+    assert!(params.contains(&SqlParam::Int(5)), "{params:?}");
+    // A link's id where a concept's belongs is malformed there, wherever.
+    let link = Facts { propositions: [(9, None)].into(), ..Facts::default() };
+    assert_eq!(pattern(r#"?y {type: "Drug"} OPTIONAL { (?y, "treats", {id: "P:9"}) }"#, &link).unwrap_err().code, ErrorCode::InvalidSyntax);
     // An id resolve never looked up is a bug, not a user error.
     assert_eq!(pattern_error(r#"?x {id: "C:6"}"#, &Facts::default()).code, ErrorCode::InternalError);
 }

@@ -100,9 +100,11 @@ fn run_command(cmd: &CommandRequest, space: &Space, grant: &Grant, mode: Mode, d
     };
     if dry_run {
         // A KML command the checks refuse would have failed in the run, and
-        // stopped the batch there: so does its dry run.
+        // stopped the batch there: so does its dry run. Not for a type or
+        // predicate found unregistered (KIP_2001): an earlier command of
+        // the batch, which a dry run does not apply, may register it.
         let outcome = dry_run::outcome(&script, space);
-        let stop = outcome.is_err() && script.commands.iter().any(Command::is_kml);
+        let stop = matches!(&outcome, Err(e) if e.code != ErrorCode::TypeMismatch) && script.commands.iter().any(Command::is_kml);
         return (envelope::single(outcome), stop);
     }
     let is_kml = script.commands.iter().any(Command::is_kml);

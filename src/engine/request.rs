@@ -40,19 +40,8 @@ fn parameters_of(value: Option<&Value>, field: &str) -> Result<Map<String, Value
         Some(Value::Object(m)) => Ok(m.clone()),
         Some(other) => Err(malformed(format!(
             "\"{field}\" must be an object of placeholder values, got {}",
-            json_kind(other)
+            kip_lang::json_kind(other)
         ))),
-    }
-}
-
-pub fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -73,7 +62,7 @@ pub fn single(command: &str, parameters: Value) -> Result<Request, KipError> {
 pub fn from_json(request: &Value) -> Result<Request, KipError> {
     let obj = request
         .as_object()
-        .ok_or_else(|| malformed(format!("the request must be a JSON object, got {}", json_kind(request))))?;
+        .ok_or_else(|| malformed(format!("the request must be a JSON object, got {}", kip_lang::json_kind(request))))?;
     for key in obj.keys() {
         if !matches!(key.as_str(), "command" | "commands" | "parameters" | "dry_run") {
             return Err(malformed(format!("unknown request field \"{key}\"")));
@@ -83,7 +72,7 @@ pub fn from_json(request: &Value) -> Result<Request, KipError> {
     let dry_run = match obj.get("dry_run") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(malformed(format!("\"dry_run\" must be a boolean, got {}", json_kind(other)))),
+        Some(other) => return Err(malformed(format!("\"dry_run\" must be a boolean, got {}", kip_lang::json_kind(other)))),
     };
     let (commands, batch) = match (obj.get("command"), obj.get("commands")) {
         (Some(_), Some(_)) => return Err(malformed("\"command\" and \"commands\" are mutually exclusive; give exactly one")),
@@ -92,7 +81,7 @@ pub fn from_json(request: &Value) -> Result<Request, KipError> {
             (vec![CommandRequest { command: text.clone(), parameters: shared }], false)
         }
         (Some(other), None) => {
-            return Err(malformed(format!("\"command\" must be a string, got {}", json_kind(other))))
+            return Err(malformed(format!("\"command\" must be a string, got {}", kip_lang::json_kind(other))))
         }
         (None, Some(Value::Array(items))) => {
             if items.len() > MAX_BATCH_COMMANDS {
@@ -109,7 +98,7 @@ pub fn from_json(request: &Value) -> Result<Request, KipError> {
             (out, true)
         }
         (None, Some(other)) => {
-            return Err(malformed(format!("\"commands\" must be an array, got {}", json_kind(other))))
+            return Err(malformed(format!("\"commands\" must be an array, got {}", kip_lang::json_kind(other))))
         }
     };
     Ok(Request { commands, batch, dry_run })
@@ -129,7 +118,7 @@ fn batch_item(index: usize, item: &Value, shared: &Map<String, Value>) -> Result
                 Some(other) => {
                     return Err(malformed(format!(
                         "commands[{index}].command must be a string, got {}",
-                        json_kind(other)
+                        kip_lang::json_kind(other)
                     )))
                 }
                 None => return Err(malformed(format!("commands[{index}] has no \"command\""))),
@@ -142,7 +131,7 @@ fn batch_item(index: usize, item: &Value, shared: &Map<String, Value>) -> Result
         }
         other => Err(malformed(format!(
             "commands[{index}] must be a string or a {{command, parameters}} object, got {}",
-            json_kind(other)
+            kip_lang::json_kind(other)
         ))),
     }
 }

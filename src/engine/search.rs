@@ -1,7 +1,8 @@
 //! Execution of SEARCH commands (RC10 §5.2): validation of the term, mode,
 //! THRESHOLD and LIMIT, then retrieval by `crate::search`.
 
-use crate::exec::Ctx;
+use crate::exec::{Access, Ctx};
+use crate::resolve::registry;
 use crate::engine::envelope::Outcome;
 use crate::compile::ids::ElementKind;
 use crate::search::{self, Mode, Query};
@@ -80,5 +81,15 @@ pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {
     };
     let q = Query { kind, term, with_type, threshold, limit };
     let hits = if limit == 0 { Vec::new() } else { search::run(&q, mode, ctx)? };
+    // Nothing found WITH TYPE a type or predicate that is not registered:
+    // KIP_2001 with a "did you mean" (RC10 §2.8.2), as FIND answers, not
+    // an empty list an agent would read as "nothing by that name yet".
+    if let (true, Some(name)) = (hits.is_empty(), with_type) {
+        let kind = match kind {
+            ElementKind::Concept => registry::Kind::ConceptType,
+            ElementKind::Proposition => registry::Kind::Predicate,
+        };
+        registry::require_all_with(&ctx.space, &[registry::Requirement { kind, name: name.to_string() }], Access::ReadOnly)?;
+    }
     Ok(Outcome::new(Value::Array(hits)))
 }

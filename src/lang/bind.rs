@@ -88,7 +88,8 @@ fn wrong_kind(name: &str, expected: &str, got: &Json) -> KipError {
     ))
 }
 
-fn kind_of(v: &Json) -> &'static str {
+/// "a number", "a string", … : a JSON value's kind, for messages.
+pub fn kind_of(v: &Json) -> &'static str {
     match v {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",

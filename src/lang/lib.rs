@@ -22,6 +22,7 @@ mod syntax_error;
 pub use error::{quoted, ErrorCode, KipError};
 pub use lexical::{is_identifier, parse_number, NUMBER_RANGE_HINT};
 pub use depth::MAX_VALUE_DEPTH;
+pub use bind::kind_of as json_kind;
 
 /// Maximum bracket nesting depth (`(`, `{`, `[`) accepted by [`parse`].
 pub const MAX_NESTING_DEPTH: usize = depth::MAX_DEPTH;

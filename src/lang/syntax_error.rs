@@ -88,15 +88,18 @@ struct Context {
     /// The position is past the first word of a command that no other
     /// command may follow.
     sole_command: bool,
+    /// The position is past the first word of an UPSERT: only another
+    /// UPSERT may follow it.
+    upserts: bool,
 }
 
 impl Context {
     fn of(text: &str, pos: usize) -> Context {
-        let start = text.len() - text.trim_start().len();
+        let start = first_word_at(text);
         let first: String = text[start..].chars().take_while(|c| c.is_ascii_alphabetic()).collect();
         let past_first = pos > start + first.len();
         let command = matches!(first.as_str(), "FIND" | "UPDATE" | "MERGE" | "DELETE" | "DESCRIBE" | "SEARCH" | "EXPORT");
-        Context { search: first == "SEARCH", sole_command: command && past_first }
+        Context { search: first == "SEARCH", sole_command: command && past_first, upserts: first == "UPSERT" && past_first }
     }
 
     /// Plain-words description of a grammar rule here; `None` hides it.
@@ -110,8 +113,39 @@ impl Context {
             {
                 None
             }
+            kw_find | kw_update | kw_merge | kw_delete | kw_describe | kw_search | kw_export | find | update | merge
+            | delete | describe | search | export
+                if self.upserts =>
+            {
+                None
+            }
             _ => self::describe(rule),
         }
+    }
+}
+
+/// Whether the error at `pos` cuts a number short (`007`, `1.`, `1e`): the
+/// word before it is a digit run, perhaps with a point or an exponent.
+fn in_number(text: &str, pos: usize) -> bool {
+    let before = &text[..pos.min(text.len())];
+    let word: String = before.chars().rev().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')).collect();
+    let word: String = word.chars().rev().collect();
+    let word = word.trim_start_matches(['-', '+']);
+    word.starts_with(|c: char| c.is_ascii_digit())
+        && (word.ends_with(['.', 'e', 'E', '+', '-']) || (word == "0" && text[pos.min(text.len())..].starts_with(|c: char| c.is_ascii_digit())))
+}
+
+/// Where the first word of `text` starts, past whitespace and `//` comments.
+fn first_word_at(text: &str) -> usize {
+    let mut at = 0;
+    loop {
+        let rest = &text[at..];
+        let trimmed = rest.trim_start();
+        at += rest.len() - trimmed.len();
+        if !trimmed.starts_with("//") {
+            return at;
+        }
+        at += trimmed.find('\n').unwrap_or(trimmed.len());
     }
 }
 
@@ -345,6 +379,9 @@ fn hint_for(text: &str, pos: usize) -> String {
     }
     if rest.starts_with('\'') {
         return "Strings use double quotes: \"like this\".".into();
+    }
+    if in_number(text, pos) {
+        return "Numbers are written as in JSON: no leading zeros (7, not 007), digits after a decimal point (1.0, not 1.) and after an exponent (1e5, not 1e).".into();
     }
     if rest.starts_with('?') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
         return "Variable names must start with a letter or underscore.".into();

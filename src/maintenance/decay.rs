@@ -10,8 +10,10 @@
 //! `superseded`; it is no commitment, identity fact or schema truth, which
 //! "are not made unimportant merely because they have not been recalled"
 //! (RC11 BrainMaintenance 7B): neither end is a `Commitment` (nor is the
-//! predicate `committed_to` or `owed_to`), the agent itself (`$self`,
-//! `$system`) or a type or predicate definition. Its `confidence` plays no
+//! predicate `committed_to` or `owed_to`) or a type or predicate
+//! definition, and its subject is not the agent itself (`$self`,
+//! `$system`: what the agent holds of itself; an Event that `involves`
+//! `$self` is a participation link and fades slowly). Its `confidence` plays no
 //! part: RC11 keeps the two axes apart (a fact held with confidence 1.0 is
 //! as prone to fade from mind as any). Its strength is absent or a number
 //! above the `0.05` floor (so the sweep converges); it is older than a week
@@ -20,7 +22,10 @@
 //! has not decayed within the last decay period (a week), neither by this
 //! cycle (`_decayed_at`, an engine key KML cannot write) nor by an agent's own
 //! sleep cycle (`strength_decay_applied_at`). That guard makes the step
-//! idempotent however often the worker runs.
+//! idempotent however often the worker runs. The cycle writes
+//! `strength_decay_applied_at` too, the key BrainMaintenance 7A's own
+//! guard reads: an agent that runs that UPDATE after the cycle does not
+//! decay the link a second time.
 //!
 //! Candidates are locked as they are selected (`FOR UPDATE … SKIP LOCKED`):
 //! a link an agent is writing is left for the next cycle, and one an agent
@@ -86,8 +91,7 @@ pub fn run(space: &str, cap: i64) -> Result<i64, KipError> {
            WHERE p.space = $1 AND p.predicate NOT IN ('belongs_to_domain', 'committed_to', 'owed_to') \
              AND NOT coalesce(s.type IN ('Commitment', '$ConceptType', '$PropositionType') \
                               OR (s.type = 'Person' AND s.name IN ('$self', '$system')), false) \
-             AND NOT coalesce(o.type IN ('Commitment', '$ConceptType', '$PropositionType') \
-                              OR (o.type = 'Person' AND o.name IN ('$self', '$system')), false) \
+             AND NOT coalesce(o.type IN ('Commitment', '$ConceptType', '$PropositionType'), false) \
              AND (p.metadata -> 'memory_strength' IS NULL OR {strength} > $9::float8) \
              AND coalesce(p.metadata -> 'superseded', 'false'::jsonb) <> 'true'::jsonb \
              AND coalesce(kip.try_timestamptz(p.metadata ->> 'created_at'), p.created_at) < now() - $6::interval \
@@ -98,7 +102,7 @@ pub fn run(space: &str, cap: i64) -> Result<i64, KipError> {
            FOR UPDATE OF p SKIP LOCKED), \
          upd AS (UPDATE kip.propositions k SET metadata = k.metadata || jsonb_build_object( \
              'memory_strength', round(greatest(0.0, least(1.0, cand.old_strength * cand.factor))::numeric, 6), \
-             '_decayed_at', {NOW_ISO}) \
+             '_decayed_at', {NOW_ISO}, 'strength_decay_applied_at', {NOW_ISO}) \
            FROM cand WHERE k.id = cand.id \
            RETURNING k.id, k.predicate, cand.old_strength, cand.factor, k.metadata -> 'memory_strength' AS new_strength), \
          logged AS (INSERT INTO kip.maintenance_log (space, action, element_ref, detail) \

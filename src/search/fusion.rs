@@ -29,9 +29,10 @@
 //! A fused score is a rank, not a measure of likeness (a nonsense term's
 //! best semantic neighbour still fuses to about 0.49, and a hit only one
 //! ranking found fuses to at most k / (2 (k + 1)) ≈ 0.49 however alike it
-//! is), so THRESHOLD in hybrid mode asks the evidence behind a hit, its
-//! keyword score or its cosine similarity, to reach it
-//! ([`keep_evidence_at_least`]), and not the fused score.
+//! is). The fused ranking chooses the hits; each is then shown with its
+//! evidence, its keyword score or its cosine similarity, as `_score`, and
+//! THRESHOLD is compared with that ([`keep_evidence_at_least`],
+//! [`scored_by_evidence`]).
 
 use super::query::Hit;
 use crate::embed::settings::Fusion;
@@ -101,12 +102,35 @@ pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit]
     if threshold <= 0.0 {
         return fused;
     }
+    let evidence = evidence_of(keyword, semantic);
+    fused.into_iter().filter(|h| evidence.get(&h.id).is_some_and(|e| super::load::round4(*e) >= threshold)).collect()
+}
+
+/// Each hit's evidence: its keyword score (above the fusion's floor) or its
+/// cosine similarity, the larger.
+fn evidence_of(keyword: &[Hit], semantic: &[Hit]) -> HashMap<i64, f64> {
     let mut evidence: HashMap<i64, f64> = HashMap::new();
     for hit in taking_part(keyword).chain(semantic) {
         let best = evidence.entry(hit.id).or_insert(0.0);
         *best = best.max(hit.score);
     }
-    fused.into_iter().filter(|h| evidence.get(&h.id).is_some_and(|e| *e >= threshold)).collect()
+    evidence
+}
+
+/// The hits the fusion chose, each scored with its evidence (the keyword
+/// score or the cosine similarity, the larger) and ordered by it, ties in
+/// the fusion's order. The fusion decides which hits a page holds (an
+/// element both rankings found moderately can beat one only one ranking
+/// found); `_score` says how alike each is, as RC10 §5.2 asks of it
+/// ("normalized relevance", results "in descending `_score` order",
+/// THRESHOLD against it): a fused score is a rank, and showed 0.98 for a
+/// hit of keyword score 0.18 and cosine 0.53, and at most 0.49 for one of
+/// cosine 0.9 that only the semantic ranking found.
+pub fn scored_by_evidence(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit]) -> Vec<Hit> {
+    let evidence = evidence_of(keyword, semantic);
+    let mut hits: Vec<Hit> = fused.into_iter().filter_map(|h| evidence.get(&h.id).map(|&score| Hit { score, ..h })).collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits
 }
 
 /// Scores rescaled to [0, 1] over the list: its best hit 1, the others in
@@ -192,6 +216,16 @@ mod tests {
         let kept = keep_evidence_at_least(fused.clone(), &kw, &sem, 0.45);
         assert_eq!(kept.iter().map(|h| h.id).collect::<Vec<_>>(), vec![3]);
         assert_eq!(keep_evidence_at_least(fused.clone(), &kw, &sem, 0.0).len(), fused.len());
+    }
+
+    #[test]
+    fn hits_are_scored_and_ordered_by_their_evidence() {
+        // 1 found by both weakly, 2 by meaning alone and strongly.
+        let kw = vec![hit(1, 0.2)];
+        let sem = vec![hit(1, 0.5), hit(2, 0.9)];
+        let fused = fuse(&kw, &sem, Fusion::Rrf);
+        let scored = scored_by_evidence(fused, &kw, &sem);
+        assert_eq!(scored.iter().map(|h| (h.id, h.score)).collect::<Vec<_>>(), vec![(2, 0.9), (1, 0.5)]);
     }
 
     #[test]

@@ -12,11 +12,10 @@
 //! `hybrid` run as keyword: degraded recall beats no recall (RC10 §5.2.1).
 //!
 //! Every mode reports `_score` in `[0, 1)`: scores saturate below 1, so
-//! `THRESHOLD 1.0` returns nothing. In keyword and semantic mode hits whose
-//! `_score` is below THRESHOLD are dropped; in hybrid mode, whose `_score` is
-//! a fused rank, those whose evidence (keyword score or cosine similarity)
-//! is below it (`fusion::keep_evidence_at_least`). The rest are ordered by
-//! `_score` descending.
+//! `THRESHOLD 1.0` returns nothing. Hits whose `_score` is below THRESHOLD
+//! are dropped and the rest ordered by `_score` descending. In hybrid mode
+//! the fused ranking chooses the hits, and `_score` is each hit's evidence,
+//! its keyword score or cosine similarity (`fusion::scored_by_evidence`).
 
 pub mod fusion;
 pub mod keyword;
@@ -62,9 +61,10 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
                     let kw = kw?;
                     let sem = semantic::search(q, &v, depth, semantic::Role::HybridHalf, ctx)?;
                     let fused = fusion::fuse(&kw, &sem, embed::settings::fusion()?);
-                    // THRESHOLD asks for likeness, which a fused score
-                    // (a rank) is not: the evidence alone decides.
-                    order_and_limit(fusion::keep_evidence_at_least(fused, &kw, &sem, q.threshold), q)
+                    // The fusion chooses the page; THRESHOLD and `_score`
+                    // are the hits' evidence (a fused score is a rank).
+                    let chosen = order_and_limit(fusion::keep_evidence_at_least(fused, &kw, &sem, q.threshold), q);
+                    fusion::scored_by_evidence(chosen, &kw, &sem)
                 }
                 None => keyword_alone(q, ctx)?,
             }

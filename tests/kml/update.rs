@@ -1,7 +1,7 @@
 //! UPDATE (RC10 §4.3): bulk mutation from the element's own state, skipped
 //! keys, LIMIT, protection, and no creation.
 
-use super::common::{concept, fails, medical, run};
+use super::common::{concept, error, fails, medical, run};
 use serde_json::json;
 
 #[test]
@@ -57,6 +57,10 @@ fn clamp_mul_and_coalesce_compute_from_the_element_itself() {
     assert_eq!(a["attributes"]["seen_version"], json!(2));
     assert_eq!(a["attributes"]["label"], json!("Aspirin"));
     assert_eq!(a["metadata"]["_version"], json!(3));
+    // Bounds the wrong way round are refused, not applied.
+    let e = error(&mut c, r#"UPDATE ?d SET ATTRIBUTES { risk_level: CLAMP(?d.attributes.risk_level, 5, 0) } WHERE { ?d {type: "Drug"} }"#);
+    assert_eq!(e["code"], "KIP_1001", "{e}");
+    assert_eq!(concept(&mut c, "Drug", "Aspirin")["attributes"]["risk_level"], json!(5));
 }
 
 #[test]

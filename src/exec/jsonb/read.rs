@@ -44,7 +44,10 @@ impl Unread {
     fn within(self, step: impl FnOnce() -> String) -> Unread {
         match self {
             Unread::RefusedNumber { reason, mut path } => {
-                path.insert(0, step());
+                let step = step();
+                if !step.is_empty() {
+                    path.insert(0, step);
+                }
                 Unread::RefusedNumber { reason, path }
             }
             other => other,
@@ -121,8 +124,11 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
         let aligned = (start + 3) & !3;
         // Where a refused number is: a value's key (decoded already, keys
         // come first), or an element's position.
+        let scalar = header & pg_sys::JB_FSCALAR != 0;
         let step = || match values.get(i.wrapping_sub(count)) {
             Some(Value::String(key)) if object => serde_json::to_string(key).unwrap_or_default(),
+            // A lone scalar is stored as an array of one: it is the top.
+            _ if scalar => String::new(),
             _ => format!("[{i}]"),
         };
         let value = match entry & pg_sys::JENTRY_TYPEMASK {

@@ -81,8 +81,24 @@ fn no_other_command_is_offered_after_one_that_stands_alone() {
             assert!(!e.message.contains(other), "{text}: {}", e.message);
         }
     }
-    // After an UPSERT, another UPSERT may follow.
-    assert!(err("UPSERT { CONCEPT ?x { {type: \"D\", name: \"A\"} } } FOO").message.contains("UPSERT"));
+    // After an UPSERT, another UPSERT may follow, and nothing else.
+    let e = err("UPSERT { CONCEPT ?x { {type: \"D\", name: \"A\"} } } FOO");
+    assert!(e.message.contains("UPSERT") && !e.message.contains("FIND"), "{}", e.message);
+    // A comment before the command changes nothing.
+    let e = err("// a note\n  // another\nSEARCH CONCEPT \"x\" LIMIT 2 FOO");
+    assert!(e.message.contains("WITH TYPE") && !e.message.contains("UPSERT"), "{}", e.message);
+}
+
+#[test]
+fn a_number_cut_short_gets_the_json_number_hint() {
+    for text in [
+        "FIND(?x) WHERE { ?x {type: \"T\"} FILTER(?x.attributes.n == 007) }",
+        "FIND(?x) WHERE { ?x {type: \"T\"} FILTER(?x.attributes.n == 1.) }",
+        "FIND(?x) WHERE { ?x {type: \"T\"} FILTER(?x.attributes.n == 1e) }",
+    ] {
+        assert!(err(text).hint.unwrap().contains("Numbers are written as in JSON"), "{text}");
+    }
+    assert!(!err("FIND(?x) WHERE { ?x {type: \"T\"} FILTER(?x.name == \"a\" ?) }").hint.unwrap().contains("Numbers"));
 }
 
 #[test]
