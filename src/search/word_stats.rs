@@ -86,6 +86,11 @@ thread_local! {
     static CACHE: RefCell<HashMap<(&'static str, u32), (Instant, Rc<WordStats>)>> = RefCell::new(HashMap::new());
 }
 
+/// Forget every table's statistics: the next search reads them again.
+pub fn forget() {
+    CACHE.with(|c| c.borrow_mut().clear());
+}
+
 /// The statistics of `table` (`schema.name`, a trusted identifier; its
 /// keyword index is `<name>_words_idx`).
 pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError> {
