@@ -175,6 +175,10 @@ fn a_batch_dry_run_stops_at_the_first_refused_kml_command() {
     let items = out["result"].as_array().unwrap_or_else(|| panic!("a result array: {out}"));
     let codes: Vec<String> = items.iter().map(|i| if i.get("error").is_some() { err_code(i) } else { "ok".into() }).collect();
     assert_eq!(codes, ["KIP_1001", "ok", "KIP_2001", "KIP_3001"], "{out}");
+    // Each UPSERT statement of a text has handles of its own, in a dry run
+    // as in the run (the Genesis capsule reuses its handles so).
+    let twice = r#"UPSERT { CONCEPT ?a { {type: "Drug", name: "D1"} } } UPSERT { CONCEPT ?a { {type: "Drug", name: "D2"} } }"#;
+    assert!(ok(kip_request(&mut c, json!({"command": twice, "dry_run": true})))["upsert_concept_nodes"].is_array());
 }
 
 /// A batch is answered with its `result` array also when the space cannot

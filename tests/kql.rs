@@ -750,6 +750,8 @@ fn read_path_error_codes() {
         assert_eq!(err_code(&e), "KIP_1001", "{cmd}: {e}");
         assert!(e["error"]["hint"].is_string(), "{e}");
     }
+    // An optional parameter left null matches nothing.
+    assert_eq!(ok(kip(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} FILTER(STARTS_WITH(?x.name, :p)) }"#, json!({"p": null}))), json!([]));
     // What has values of its kind still runs.
     for cmd in [
         r#"FIND(MIN(?x.name), COUNT(?x)) WHERE { ?x {type: "Node"} }"#,

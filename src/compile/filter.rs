@@ -472,9 +472,10 @@ fn call(access: &mut dyn VarAccess, cx: &mut Cx, func: FilterFunc, args: &[Expr]
         return in_list(cx, a, b);
     }
     // A pattern, prefix or suffix is a string (CONTAINS may also look for
-    // another value in an array): any other literal matched nothing.
+    // another value in an array): any other literal matched nothing. A
+    // null (an optional parameter left out) still matches nothing.
     if let Operand::Lit(pattern) = &b {
-        if func != FilterFunc::Contains && !pattern.is_string() {
+        if func != FilterFunc::Contains && !pattern.is_string() && !pattern.is_null() {
             return Err(KipError::new(
                 ErrorCode::InvalidSyntax,
                 format!("{}'s second argument must be a string, got {}", func.keyword(), kip_lang::json_kind(pattern)),

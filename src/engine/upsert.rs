@@ -37,18 +37,14 @@ pub fn check_statically(command: &Command) -> Result<(), KipError> {
 /// define themselves, read as one walk: a definition in an earlier
 /// statement of a text counts for the later ones, as it does when they run.
 pub fn requirements(commands: &[Command]) -> Result<Vec<registry::Requirement>, KipError> {
-    let items: Vec<UpsertItem> = commands
+    let upserts: Vec<&kip_lang::ast::Upsert> = commands
         .iter()
         .filter_map(|c| match c {
-            Command::Upsert(u) => Some(u.items.iter().cloned()),
+            Command::Upsert(u) => Some(u),
             _ => None,
         })
-        .flatten()
         .collect();
-    if items.is_empty() {
-        return Ok(Vec::new());
-    }
-    preflight::check(&kip_lang::ast::Upsert { items, metadata: None })
+    preflight::check_all(&upserts)
 }
 
 pub fn execute(command: &Command, ctx: &Ctx) -> Result<Outcome, KipError> {

@@ -308,13 +308,7 @@ pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipE
     // lookups use operators row-level security keeps from an index.
     let rows = subxact::with_pinned_settings(&[(c"pg_trgm.similarity_threshold", c"0.3")], || {
         owner::as_tables_owner(|| spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed))
-    })
-    // The statement was built from the remembered statistics, which say
-    // whether the keyword index is keyed by space: after a rolled-back
-    // `ALTER EXTENSION kip UPDATE` they described a schema that is gone,
-    // and every search failed until they aged out (60 s). Asked anew on
-    // the next call.
-    .inspect_err(|_| word_stats::forget())?;
+    })?;
     Ok(rows
         .iter()
         .filter_map(|r| Some(Hit { id: r[0].as_i64()?, score: r[1].as_f64()?, unembedded: r[2].as_bool()? }))

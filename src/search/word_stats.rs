@@ -86,19 +86,32 @@ thread_local! {
     static CACHE: RefCell<HashMap<(&'static str, u32), (Instant, Rc<WordStats>)>> = RefCell::new(HashMap::new());
 }
 
-/// Forget every table's statistics: the next search reads them again.
-pub fn forget() {
-    CACHE.with(|c| c.borrow_mut().clear());
+/// Whether the index `schema.index` exists, from the catalog caches (no
+/// query).
+fn index_exists(schema: &str, index: &str) -> bool {
+    let (Ok(schema), Ok(index)) = (std::ffi::CString::new(schema), std::ffi::CString::new(index)) else { return false };
+    // SAFETY: catalog-cache lookups by name, in a transaction.
+    unsafe {
+        let namespace = pgrx::pg_sys::get_namespace_oid(schema.as_ptr(), true);
+        namespace != pgrx::pg_sys::InvalidOid && pgrx::pg_sys::get_relname_relid(index.as_ptr(), namespace) != pgrx::pg_sys::InvalidOid
+    }
 }
 
 /// The statistics of `table` (`schema.name`, a trusted identifier; its
 /// keyword index is `<name>_words_idx`).
 pub fn of(table: &'static str, access: Access) -> Result<Rc<WordStats>, KipError> {
     let key = (table, u32::from(unsafe { pgrx::pg_sys::GetUserId() }));
-    if let Some(stats) = CACHE.with(|c| c.borrow().get(&key).filter(|(at, _)| at.elapsed() < TTL).map(|(_, s)| s.clone())) {
+    let (schema, name) = table.split_once('.').expect("a schema-qualified table");
+    // Remembered statistics whose keyword index is no longer (or not yet)
+    // keyed by space describe another schema: a session that searched
+    // inside an `ALTER EXTENSION kip UPDATE` it then rolled back built
+    // statements for the index that was gone, for a minute.
+    let keyed_now = || index_exists(schema, &format!("{name}_words_idx"));
+    if let Some(stats) = CACHE.with(|c| {
+        c.borrow().get(&key).filter(|(at, s)| at.elapsed() < TTL && s.keyed == keyed_now()).map(|(_, s)| s.clone())
+    }) {
         return Ok(stats);
     }
-    let (schema, name) = table.split_once('.').expect("a schema-qualified table");
     // A role under row-level security (governance, DESIGN §16) must not
     // learn the size of spaces it cannot read: its `rows` is the number of
     // rows it can see (pg_stats already hides the word statistics from it).

@@ -27,12 +27,22 @@ struct Walk {
 
 /// Check the statement; return the names that must be registered already.
 pub fn check(upsert: &Upsert) -> Result<Vec<Requirement>, KipError> {
-    reserved::check_metadata_fields(upsert.metadata.as_deref())?;
+    check_all(&[upsert])
+}
+
+/// Check the UPSERT statements of one text as one walk: a type or
+/// predicate an earlier statement defines counts for the later ones, as it
+/// does when they run, while each statement has handles of its own.
+pub fn check_all(upserts: &[&Upsert]) -> Result<Vec<Requirement>, KipError> {
     let mut walk = Walk::default();
-    for item in &upsert.items {
-        match item {
-            UpsertItem::Concept(block) => walk.concept_block(block)?,
-            UpsertItem::Proposition(block) => walk.proposition_block(block)?,
+    for upsert in upserts {
+        reserved::check_metadata_fields(upsert.metadata.as_deref())?;
+        walk.handles.clear();
+        for item in &upsert.items {
+            match item {
+                UpsertItem::Concept(block) => walk.concept_block(block)?,
+                UpsertItem::Proposition(block) => walk.proposition_block(block)?,
+            }
         }
     }
     Ok(walk.needed)
