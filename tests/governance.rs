@@ -793,6 +793,11 @@ fn retention_prunes_old_history_in_batches() {
     c.execute("UPDATE kip.history SET changed_at = now() - interval '4000 days' WHERE space = $1", &[&space]).unwrap();
     let none: i64 = c.query_one("SELECT kip_prune_history()", &[]).unwrap().get(0);
     assert_eq!(none, 0, "an empty retention keeps everything");
+    // A value that is no interval is named as such.
+    c.batch_execute("SET kip.history_retention = 'ninety days'").unwrap();
+    let e = sql_error(c.query_one("SELECT kip_prune_history()", &[]));
+    assert!(e.starts_with("KIP_1001") && e.contains("kip.history_retention"), "{e}");
+    c.batch_execute("SET kip.history_retention = ''").unwrap();
     c.execute("DELETE FROM kip.history WHERE space = $1", &[&space]).unwrap();
     let mut admin = superuser();
     let role = login_role(&mut admin, "pruner", "kip_admin");

@@ -19,6 +19,14 @@ pub fn prune(max: i64) -> Result<i64, KipError> {
     let Some(retention) = settings::retention() else {
         return Ok(0);
     };
+    // The setting is text, checked here rather than when it is set: a
+    // value that is no interval is named as such (it surfaced as an
+    // internal datetime error of the DELETE below).
+    let valid = subxact::run_isolated(|| spi::query_scalar("SELECT $1::interval IS NOT NULL", &[SqlParam::Text(retention.clone())], Access::ReadOnly));
+    if valid.is_err() {
+        return Err(KipError::new(ErrorCode::InvalidSyntax, format!("kip.history_retention = {retention:?} is not an interval"))
+            .with_hint("Set it to an interval such as '90 days', or to '' or 0 to keep the history for ever."));
+    }
     let n = spi::query_scalar(
         "WITH doomed AS (
              SELECT id FROM kip.history
