@@ -227,19 +227,21 @@ fn list_logs_params(params: &Value) -> Result<(Option<i64>, i64), Reply> {
         Value::Object(o) => o,
         _ => return Err(invalid("list_logs params must be an object".into())),
     };
+    // What the caller sent is echoed shortened: a reply must not grow
+    // with a hostile request.
     if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "cursor" | "limit")) {
-        return Err(invalid(format!("unknown list_logs field {k:?}")));
+        return Err(invalid(format!("unknown list_logs field {}", shortened(&format!("{k:?}"), 64))));
     }
     let cursor = match obj.get("cursor") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.parse::<i64>().map_err(|_| invalid(format!("invalid cursor {s:?}")))?),
+        Some(Value::String(s)) => Some(s.parse::<i64>().map_err(|_| invalid(format!("invalid cursor {}", shortened(&format!("{s:?}"), 64))))?),
         Some(_) => return Err(invalid("cursor must be a string".into())),
     };
     let limit = match obj.get("limit") {
         None | Some(Value::Null) => 10,
         Some(v) => match v.as_i64() {
             Some(n @ 1..=100) => n,
-            _ => return Err(invalid(format!("limit must be an integer from 1 to 100, got {v}"))),
+            _ => return Err(invalid(format!("limit must be an integer from 1 to 100, got {}", shortened(&v.to_string(), 64)))),
         },
     };
     Ok((cursor, limit))
@@ -369,6 +371,12 @@ mod tests {
         assert_eq!(list_logs_params(&json!({"cursor": "42", "limit": 100})).unwrap(), (Some(42), 100));
         for bad in [json!({"limit": 0}), json!({"limit": 101}), json!({"limit": 1.5}), json!({"cursor": 3}), json!({"x": 1}), json!([])] {
             assert_eq!(list_logs_params(&bad).unwrap_err().status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+        // A huge bad value is not echoed in full.
+        let huge = "9".repeat(100_000);
+        for bad in [json!({"limit": huge.clone()}), json!({"cursor": huge.clone()}), json!({huge.clone(): 1})] {
+            let reply = list_logs_params(&bad).unwrap_err();
+            assert!(reply.body.to_string().len() < 1_000, "{}", &reply.body.to_string()[..200]);
         }
     }
 
