@@ -96,7 +96,8 @@ fn not_a_condition(what: &str) -> KipError {
         .with_hint(format!("Compare it, e.g. FILTER({what} == \"…\"), or test it with IS_NOT_NULL({what})."))
 }
 
-fn path_text(p: &DotPath) -> String {
+/// `?x`, `?x.name`, `?x.attributes.<key>`, … as written, for messages.
+pub(crate) fn path_text(p: &DotPath) -> String {
     match &p.field {
         PathField::Whole => format!("?{}", p.var),
         PathField::Id => format!("?{}.id", p.var),

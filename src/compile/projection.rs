@@ -20,7 +20,7 @@
 //!   values. SUM/AVG use the numbers; MIN/MAX the numbers, else the strings.
 
 use crate::compile::element::{concept_json, proposition_json};
-use crate::compile::filter::{path_operand, JsonSql, JsonType, Operand, VarAccess};
+use crate::compile::filter::{path_operand, path_text, JsonSql, JsonType, Operand, VarAccess};
 use crate::compile::pattern::{either_link_row, Carry, Cx, Row, Var, VarBinding, VarKind};
 use kip_lang::ast::{AggFunc, Aggregate, DotPath, Endpoint, PathField, Predicate, Projection, PropPattern, WhereClause};
 use kip_lang::{ErrorCode, KipError};
@@ -374,32 +374,19 @@ pub(crate) fn agg_inputs(access: &mut SolutionAccess, cx: &mut Cx, agg: &Aggrega
 fn refuse_valueless(access: &mut SolutionAccess, agg: &Aggregate) -> Result<(), KipError> {
     let predicate_var = matches!(access.var(&agg.arg.var).map(|v| v.kind), Some(VarKind::Predicate));
     let numeric = matches!(agg.func, AggFunc::Sum | AggFunc::Avg);
-    let (what, reason) = match (&agg.arg.field, agg.func) {
+    let reason = match (&agg.arg.field, agg.func) {
         (_, AggFunc::Count) => return Ok(()),
         (PathField::Whole, _) if predicate_var && !numeric => return Ok(()),
-        (PathField::Whole, _) if !predicate_var => (format!("?{}", agg.arg.var), "a whole element"),
+        (PathField::Whole, _) if !predicate_var => "a whole element",
         (PathField::Attributes(Some(_)) | PathField::Metadata(Some(_)), _) => return Ok(()),
-        (PathField::Attributes(None) | PathField::Metadata(None), _) => (format!("?{}.{}", agg.arg.var, field_word(&agg.arg.field)), "an object"),
+        (PathField::Attributes(None) | PathField::Metadata(None), _) => "an object",
         (_, AggFunc::Min | AggFunc::Max) => return Ok(()),
-        (PathField::Whole, _) => (format!("?{}", agg.arg.var), "a predicate name, a string"),
-        (field, _) => (format!("?{}.{}", agg.arg.var, field_word(field)), "a string"),
+        (PathField::Whole, _) => "a predicate name, a string",
+        _ => "a string",
     };
+    let what = path_text(&agg.arg);
     Err(KipError::new(ErrorCode::InvalidSyntax, format!("{}({what}): {what} is {reason}, which has no {}", agg.func.keyword(), if numeric { "number" } else { "order" }))
         .with_hint(format!("Aggregate one of its values, e.g. {}(?{}.attributes.<key>), or count it with COUNT(?{}).", agg.func.keyword(), agg.arg.var, agg.arg.var)))
-}
-
-fn field_word(field: &PathField) -> &'static str {
-    match field {
-        PathField::Id => "id",
-        PathField::Type => "type",
-        PathField::Name => "name",
-        PathField::Subject => "subject",
-        PathField::Predicate => "predicate",
-        PathField::Object => "object",
-        PathField::Attributes(_) => "attributes",
-        PathField::Metadata(_) => "metadata",
-        PathField::Whole => "",
-    }
 }
 
 /// The aggregate over a deduplicated input `t(k, x)` (one row per element

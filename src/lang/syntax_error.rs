@@ -105,20 +105,15 @@ impl Context {
     /// Plain-words description of a grammar rule here; `None` hides it.
     fn describe(&self, rule: Rule) -> Option<&'static str> {
         use Rule::*;
+        let starts_a_command = matches!(
+            rule,
+            kw_find | kw_upsert | kw_update | kw_merge | kw_delete | kw_describe | kw_search | kw_export | script
+                | find | upsert | update | merge | delete | describe | search | export
+        );
+        let another_upsert = matches!(rule, kw_upsert | upsert);
         match rule {
             kw_with if self.search => Some("WITH TYPE"),
-            kw_find | kw_upsert | kw_update | kw_merge | kw_delete | kw_describe | kw_search | kw_export | script | find
-            | upsert | update | merge | delete | describe | search | export
-                if self.sole_command =>
-            {
-                None
-            }
-            kw_find | kw_update | kw_merge | kw_delete | kw_describe | kw_search | kw_export | find | update | merge
-            | delete | describe | search | export
-                if self.upserts =>
-            {
-                None
-            }
+            _ if starts_a_command && (self.sole_command || (self.upserts && !another_upsert)) => None,
             _ => self::describe(rule),
         }
     }

@@ -110,6 +110,7 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
     if base > len {
         return Err(Unread::Unexpected);
     }
+    let scalar = header & pg_sys::JB_FSCALAR != 0;
     let mut values = Vec::with_capacity(children);
     let mut end = 0usize;
     for i in 0..children {
@@ -124,7 +125,6 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
         let aligned = (start + 3) & !3;
         // Where a refused number is: a value's key (decoded already, keys
         // come first), or an element's position.
-        let scalar = header & pg_sys::JB_FSCALAR != 0;
         let step = || match values.get(i.wrapping_sub(count)) {
             Some(Value::String(key)) if object => serde_json::to_string(key).unwrap_or_default(),
             // A lone scalar is stored as an array of one: it is the top.
@@ -150,7 +150,7 @@ pub(crate) unsafe fn decode(data: *const u8, len: usize, depth: usize, big: BigN
         };
         values.push(value);
     }
-    if header & pg_sys::JB_FSCALAR != 0 {
+    if scalar {
         return expected(values.into_iter().next());
     }
     if !object {
