@@ -68,8 +68,12 @@ out=$(on_pub "SELECT kip_execute('UPSERT {
 echo "$out" | grep -q '"result"' || fail "memory on the publisher: $out"
 psql_at "$PUB_PORT" "CREATE PUBLICATION kip_memory FOR TABLE kip.spaces, kip.concepts, kip.propositions, kip.space_grants" >/dev/null
 psql_at "$SUB_PORT" "CREATE SUBSCRIPTION kip_memory CONNECTION 'host=/tmp port=$PUB_PORT dbname=$DB user=postgres' PUBLICATION kip_memory" >/dev/null 2>&1
+# The tables are copied by at most two workers at a time, in no set
+# order (concepts may arrive before the space that owns them): wait until
+# every one of the four is ready.
+wait_sub "SELECT count(*) FILTER (WHERE srsubstate = 'r') || '/' || count(*) FROM pg_subscription_rel" 4/4 "initial copy"
 want=$(psql_at "$PUB_PORT" "SELECT count(*) FROM kip.concepts")
-wait_sub "SELECT count(*) FROM kip.concepts" "$want" "initial copy"
+wait_sub "SELECT count(*) FROM kip.concepts" "$want" "initial copy of the concepts"
 wait_sub "SELECT count(*) FROM kip.space_grants WHERE role = 'agent'" 1 "initial copy of the grants"
 subscribed_at=$(psql_at "$SUB_PORT" "SELECT now()")
 find="SELECT kip_execute_readonly('FIND(?d.name) WHERE { ?d {type: \"Drug\"} } ORDER BY ?d.name ASC') -> 'result'"
