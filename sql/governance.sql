@@ -311,6 +311,31 @@ BEGIN
 END;
 $$;
 
+-- A grant says which spaces a role may use; the group (kip_reader,
+-- kip_writer) gives kip's schema and functions. A grant that no role can
+-- use is kept, and warned about: neither the grantee nor any role that is
+-- a member of it (a team role's agents) is in the group it needs, so it
+-- gives nothing until one joins.
+CREATE FUNCTION kip.warn_without_group(role name, privilege text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    needed CONSTANT name := CASE privilege WHEN 'read' THEN 'kip_reader' ELSE 'kip_writer' END;
+BEGIN
+    -- pg_has_role counts a superuser as a member of every role: superusers
+    -- are left out of the members (and need no grant themselves).
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role AND r.rolsuper)
+       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles m
+                       WHERE NOT m.rolsuper
+                         AND pg_catalog.pg_has_role(m.oid, role, 'MEMBER')
+                         AND pg_catalog.pg_has_role(m.oid, needed, 'MEMBER')) THEN
+        RAISE WARNING 'neither role % nor any member of it is in %: the % grant gives nothing until one is', quote_ident(role), needed, privilege
+            USING HINT = format('GRANT %s TO %s;', needed, quote_ident(role));
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION kip.warn_without_group(name, text) IS 'Warns that a role granted a space is not in the group that privilege needs (kip internal)';
+
 -- Grant a role read, write or admin on a space (write implies read, admin
 -- implies write). Callers: kip_admin members, or admins of that space.
 CREATE FUNCTION kip_grant(space text, role name, privilege text) RETURNS boolean
@@ -336,6 +361,7 @@ BEGIN
         PERFORM kip.raise_kip('KIP_3004', format('role %L may not grant access to memory space %L', current_user, space),
             'Only members of kip_admin and roles with the admin privilege on a space grant access to it.');
     END IF;
+    PERFORM kip.warn_without_group(role, privilege);
     SELECT g.privilege INTO held FROM kip.space_grants g WHERE g.space = space AND g.role = role;
     IF held IS NOT NULL AND (rank_of ->> held)::int >= (rank_of ->> privilege)::int THEN
         RETURN false;

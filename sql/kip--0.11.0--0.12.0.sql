@@ -513,6 +513,68 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'kip_set_embedding_for_text_wrapper';
 
+-- A grant says which spaces a role may use; the group (kip_reader,
+-- kip_writer) gives kip's schema and functions. A grant that no role can
+-- use is kept, and warned about: neither the grantee nor any role that is
+-- a member of it (a team role's agents) is in the group it needs, so it
+-- gives nothing until one joins.
+CREATE FUNCTION kip.warn_without_group(role name, privilege text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    needed CONSTANT name := CASE privilege WHEN 'read' THEN 'kip_reader' ELSE 'kip_writer' END;
+BEGIN
+    -- pg_has_role counts a superuser as a member of every role: superusers
+    -- are left out of the members (and need no grant themselves).
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role AND r.rolsuper)
+       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles m
+                       WHERE NOT m.rolsuper
+                         AND pg_catalog.pg_has_role(m.oid, role, 'MEMBER')
+                         AND pg_catalog.pg_has_role(m.oid, needed, 'MEMBER')) THEN
+        RAISE WARNING 'neither role % nor any member of it is in %: the % grant gives nothing until one is', quote_ident(role), needed, privilege
+            USING HINT = format('GRANT %s TO %s;', needed, quote_ident(role));
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION kip.warn_without_group(name, text) IS 'Warns that a role granted a space is not in the group that privilege needs (kip internal)';
+
+-- Grant a role read, write or admin on a space (write implies read, admin
+-- implies write). Callers: kip_admin members, or admins of that space.
+CREATE OR REPLACE FUNCTION kip_grant(space text, role name, privilege text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    rank_of CONSTANT jsonb := '{"read": 1, "write": 2, "admin": 3}';
+    held text;
+BEGIN
+    IF privilege IS NULL OR NOT rank_of ? privilege THEN
+        PERFORM kip.raise_kip('KIP_1001', format('unknown privilege %L', privilege),
+            'The privilege is ''read'', ''write'' (implies read) or ''admin'' (implies write).');
+    END IF;
+    IF space IS NULL OR space !~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$' THEN
+        PERFORM kip.raise_kip('KIP_1002', format('invalid memory space name %L', space),
+            'A space name has 1 to 63 characters: letters, digits, ''_'', ''.'' or ''-'', starting with a letter, digit or ''_''.');
+    END IF;
+    IF role IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role) THEN
+        PERFORM kip.raise_kip('KIP_3002', format('role %L does not exist', role),
+            'Create the role first (CREATE ROLE ... ; roles are cluster-wide), then grant it a space.');
+    END IF;
+    IF kip.space_access(space) <> 'admin' THEN
+        PERFORM kip.raise_kip('KIP_3004', format('role %L may not grant access to memory space %L', current_user, space),
+            'Only members of kip_admin and roles with the admin privilege on a space grant access to it.');
+    END IF;
+    PERFORM kip.warn_without_group(role, privilege);
+    SELECT g.privilege INTO held FROM kip.space_grants g WHERE g.space = space AND g.role = role;
+    IF held IS NOT NULL AND (rank_of ->> held)::int >= (rank_of ->> privilege)::int THEN
+        RETURN false;
+    END IF;
+    INSERT INTO kip.space_grants AS g (space, role, privilege) VALUES (space, role, privilege)
+    ON CONFLICT ON CONSTRAINT space_grants_pkey
+    DO UPDATE SET privilege = EXCLUDED.privilege, granted_by = EXCLUDED.granted_by, granted_at = EXCLUDED.granted_at;
+    RETURN true;
+END;
+$$;
+
 -- Default privileges (ALTER DEFAULT PRIVILEGES) of the role that creates or
 -- updates the extension grant others access to the schema and to every
 -- table and sequence the script makes, past row-level security where a

@@ -375,6 +375,48 @@ fn a_role_outside_the_kip_roles_is_told_what_it_lacks() {
     drop_role(&mut admin, &outsider);
 }
 
+/// A grant that no role can use (neither the grantee nor any member of it
+/// is in the group the privilege needs) is kept, with a warning naming the
+/// group; a team role whose agents are in the group is not warned about.
+#[test]
+fn a_grant_no_role_can_use_is_warned_about() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_warn");
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = warnings.clone();
+    let mut c = dsn_for(DB)
+        .parse::<postgres::Config>()
+        .unwrap()
+        .notice_callback(move |n| seen.lock().unwrap().push(format!("{}: {} | {}", n.severity(), n.message(), n.hint().unwrap_or(""))))
+        .connect(NoTls)
+        .unwrap();
+    let mut granted = |role: &str, privilege: &str| -> Vec<String> {
+        warnings.lock().unwrap().clear();
+        let _: bool = c.query_one("SELECT kip_grant($1, $2::name, $3)", &[&space, &role, &privilege]).unwrap().get(0);
+        warnings.lock().unwrap().clone()
+    };
+    let outsider = login_role(&mut admin, "gov_warn_out", "pg_read_all_settings");
+    let reader = login_role(&mut admin, "gov_warn_reader", "kip_reader");
+    let team = login_role(&mut admin, "gov_warn_team", "pg_read_all_settings");
+    let agent = login_role(&mut admin, "gov_warn_agent", "kip_writer");
+    admin.batch_execute(&format!("GRANT \"{team}\" TO \"{agent}\"")).unwrap();
+
+    let w = granted(&outsider, "read");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with(&format!("WARNING: neither role {outsider} nor any member of it is in kip_reader")), "{w:?}");
+    assert!(w[0].ends_with(&format!("GRANT kip_reader TO {outsider};")), "{w:?}");
+    assert!(granted(&reader, "read").is_empty());
+    let w = granted(&reader, "write");
+    assert!(w.len() == 1 && w[0].contains("in kip_writer: the write grant gives nothing"), "{w:?}");
+    // The grant is kept all the same.
+    assert_eq!(count(&mut admin, "SELECT count(*) FROM kip.space_grants WHERE space = $1 AND privilege = 'write'", &space), 1);
+    assert!(granted(&team, "write").is_empty(), "the team's agent is a writer");
+    drop(c);
+    for role in [&outsider, &reader, &agent, &team] {
+        drop_role(&mut admin, role);
+    }
+}
+
 #[test]
 fn grants_follow_role_membership_and_can_be_revoked() {
     let mut admin = superuser();
