@@ -85,7 +85,7 @@ echo "subscriber on port $SUB_PORT has the publisher's memory (port $PUB_PORT)"
 SET kip.space = 'team';
 SELECT 'before ' || ($find)::text;
 DO \$\$ BEGIN
-  FOR i IN 1..300 LOOP
+  FOR i IN 1..1200 LOOP
     EXIT WHEN NOT EXISTS (SELECT 1 FROM kip.space_grants WHERE role = 'agent');
     PERFORM pg_sleep(0.05);
   END LOOP;
@@ -94,7 +94,7 @@ SELECT 'after ' || (kip_execute_readonly('FIND(?d.name) WHERE { ?d {type: "Drug"
 SELECT 'rows ' || count(*) FROM kip.concepts;
 SQL
 session=$!
-for _ in $(seq 1 100); do grep -q '^before' "$SESSION_OUT" && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q '^before' "$SESSION_OUT" && break; sleep 0.1; done
 grep -q '^before \["Aspirin", "Ibuprofen"\]' "$SESSION_OUT" || fail "agent's first read on the subscriber: $(cat "$SESSION_OUT")"
 on_pub "SELECT kip_revoke('team', 'agent', 'read')" >/dev/null
 wait "$session" || true

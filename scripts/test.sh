@@ -52,7 +52,8 @@ step "integration tests again as a non-superuser (kip_test_admin, member of kip_
 # and writers held to their grants.
 psql -X -q -h localhost -p "$KIP_PGPORT" -U postgres -d postgres -c "DO \$\$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'kip_test_admin') THEN
-    CREATE ROLE kip_test_admin LOGIN NOSUPERUSER IN ROLE kip_admin; END IF; END \$\$"
+    CREATE ROLE kip_test_admin LOGIN NOSUPERUSER IN ROLE kip_admin; END IF; END \$\$" \
+  -c "GRANT SET ON PARAMETER deadlock_timeout TO kip_test_admin"
 KIP_TEST_USER=kip_test_admin cargo test --release -p kip-integration-tests --test kql --test kml --test search \
   --test export --test envelope --test fidelity --test concurrency --test conformance -- --test-threads=4 2>&1
 

@@ -1117,7 +1117,7 @@ fn a_kip_command_nested_in_a_trigger_leaves_the_outer_ones_safeguards() {
         r#"CREATE OR REPLACE FUNCTION public.log_items() RETURNS trigger LANGUAGE plpgsql AS $f$
            BEGIN
              PERFORM public.kip_execute('UPSERT { CONCEPT ?l { {type: "Log", name: :n} } }', jsonb_build_object('n', 'log-' || NEW.name));
-             IF NEW.attributes ? 'slow' THEN PERFORM pg_sleep(1); END IF;
+             IF NEW.attributes ? 'slow' THEN PERFORM pg_sleep(10); END IF;
              RETURN NULL;
            END $f$;
            DROP TRIGGER IF EXISTS log_items ON kip.concepts;
@@ -1153,7 +1153,7 @@ fn a_kip_command_nested_in_a_trigger_leaves_the_outer_ones_safeguards() {
     let started = std::time::Instant::now();
     let out = kip_in(&mut c, &space, r#"UPSERT { CONCEPT ?a { {type: "Item", name: "S1"} SET ATTRIBUTES { slow: true } } }"#);
     assert_eq!(err_code(&out), "KIP_4001", "{out}");
-    assert!(started.elapsed() < std::time::Duration::from_millis(900), "the budget held: {:?}", started.elapsed());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the budget held: {:?}", started.elapsed());
     c.batch_execute("RESET kip.command_timeout; DROP TRIGGER log_items ON kip.concepts").unwrap();
     let left: i64 = c
         .query_one("SELECT count(*) FROM kip.concepts WHERE space = $1 AND name IN ('B1', 'B2', 'S1', 'log-B1', 'log-B2', 'log-S1')", &[&space])

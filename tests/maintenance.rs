@@ -751,9 +751,27 @@ fn the_sweep_never_undoes_an_agents_concurrent_write() {
     let space2 = space.clone();
     let sweep = std::thread::spawn(move || {
         let mut c = connect();
+        c.batch_execute("SET application_name = 'kip_sweep_during_a_write'").unwrap();
         maintain(&mut c, &space2)
     });
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The agent commits once the cycle is over (it skips what the agent
+    // holds) or waits for the agent; a fixed pause could end before the
+    // cycle reached the decay step on a loaded machine, which would then
+    // decay the committed link.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !sweep.is_finished() && std::time::Instant::now() < deadline {
+        let waiting: bool = c
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = 'kip_sweep_during_a_write' AND wait_event_type = 'Lock')",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     agent.batch_execute("COMMIT").unwrap();
     let report = sweep.join().expect("the cycle");
     assert!(exists(&mut c, &space, "Event", "reopened"), "{report}");

@@ -19,13 +19,36 @@ async fn lock_concepts(url: &str) -> tokio_postgres::Client {
     db
 }
 
+/// Wait until a session of the database of `url` (its own: only the
+/// gateway's calls run there) waits on a lock.
+async fn wait_for_a_call_on_the_lock(url: &str) {
+    let admin = pg(url).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no call ever waited on the lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A client that gives up does not cancel its call: the call runs to its
 /// end on its own task, is logged, and gives its connection back only then.
 /// (Dropped with the client, the call's connection went back to the pool
 /// mid-statement and the write that then committed was never logged.)
 #[tokio::test]
 async fn a_call_whose_client_left_still_completes_and_is_logged() {
-    let url = db_or_skip!();
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_left_test").await;
     let s = Server::start(&url, &["--pool-size", "2"], &[]).await;
     let sp = "gw_left";
     assert_eq!(s.kip_as(None, Some(sp), "execute_kip", find_people()).await.0, 200);
@@ -47,11 +70,15 @@ async fn a_call_whose_client_left_still_completes_and_is_logged() {
     assert!(logged, "the write is in the request log");
     let found = s.kip_as(None, Some(sp), "execute_kip", json!({"command": "FIND(?p.name) WHERE { ?p {type: \"Person\", name: \"Left Early\"} }"})).await;
     assert_eq!(found.1["result"], json!(["Left Early"]), "{found:?}");
+    drop(s);
+    drop_database(&shared, "kip_gw_left_test").await;
 }
 
 #[tokio::test]
 async fn a_statement_timeout_is_408() {
-    let url = db_or_skip!();
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_timeout_test").await;
     // Bootstrapping a space takes longer than the short timeout: do it first.
     pg(&url).await.execute("SELECT kip_create_space('gw_timeout')", &[]).await.unwrap();
     let s = Server::start(&url, &["--statement-timeout-ms", "1000", "--pool-size", "1"], &[]).await;
@@ -69,6 +96,8 @@ async fn a_statement_timeout_is_408() {
     assert!(started.elapsed() < Duration::from_secs(10));
     lock.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
+    drop(s);
+    drop_database(&shared, "kip_gw_timeout_test").await;
 }
 
 /// `pg_cancel_backend` raises the SQLSTATE of a statement timeout (57014)
@@ -76,7 +105,9 @@ async fn a_statement_timeout_is_408() {
 /// KIP_4001 "execution time exceeded the limit"), answered 500 KIP_4003.
 #[tokio::test]
 async fn an_administrators_cancel_is_not_a_timeout() {
-    let url = db_or_skip!();
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_cancel_test").await;
     // A name of its own: the cancel must hit this gateway's backend only.
     let app = format!("kip_gw_cancel_{}", free_port());
     let sep = if url.contains('?') { '&' } else { '?' };
@@ -114,6 +145,8 @@ async fn an_administrators_cancel_is_not_a_timeout() {
     assert!(got.1["error"]["message"].as_str().unwrap().contains("cancelled by an administrator"), "{}", got.1);
     // The connection is fine afterwards.
     assert_eq!(s.kip_as(None, sp, "execute_kip", find_people()).await.0, 200);
+    drop(s);
+    drop_database(&shared, "kip_gw_cancel_test").await;
 }
 
 /// A database or a role that does not exist is a connection the database
@@ -213,7 +246,9 @@ async fn concurrent(base: &str, n: usize, space: &'static str) -> Vec<(u16, serd
 
 #[tokio::test]
 async fn sigterm_drains_requests_in_flight() {
-    let url = db_or_skip!();
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_drain_test").await;
     let mut s = Server::start(&url, &["--pool-size", "2"], &[]).await;
     let sp = "gw_shutdown";
     assert_eq!(s.kip_as(None, Some(sp), "execute_kip", find_people()).await.0, 200);
@@ -227,7 +262,7 @@ async fn sigterm_drains_requests_in_flight() {
             .json(&json!({"method": "execute_kip", "params": find_people()}));
         send(req).await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_a_call_on_the_lock(&url).await;
     // ...is still answered after SIGTERM, while new connections are refused.
     s.signal("TERM");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -238,6 +273,8 @@ async fn sigterm_drains_requests_in_flight() {
     assert_eq!(st, 200, "{body}");
     assert_eq!(s.wait_exit(Duration::from_secs(10)), Some(0), "{}", s.log());
     assert!(s.log().contains("shutdown requested"));
+    drop(s);
+    drop_database(&shared, "kip_gw_drain_test").await;
 }
 
 /// Warm a gateway up: the first call on a new connection loads the
@@ -279,7 +316,9 @@ async fn a_stalled_database_link_is_503_and_its_connection_discarded() {
 /// committed in Postgres afterwards, with no log line and no request-log row.)
 #[tokio::test]
 async fn sigterm_waits_for_calls_whose_client_left() {
-    let url = db_or_skip!();
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_left_drain_test").await;
     let mut s = Server::start(&url, &["--pool-size", "2"], &[("KIP_STATEMENT_TIMEOUT_MS", "4000")]).await;
     let sp = unique("gw_drain");
     warm_up(&s, &sp).await;
@@ -301,13 +340,17 @@ async fn sigterm_waits_for_calls_whose_client_left() {
         .await
         .unwrap();
     assert_eq!(row.get::<_, i64>(0), 1, "the call is in the request log");
+    drop(s);
+    drop_database(&shared, "kip_gw_left_drain_test").await;
 }
 
 /// A pool whose every connection is in use is "busy" (503 with
 /// Retry-After), not "the database is unavailable".
 #[tokio::test]
 async fn a_busy_pool_is_told_from_an_unreachable_database() {
-    let url = db_or_skip!();
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_busy_test").await;
     let args = ["--pool-size", "1", "--pool-timeout-ms", "300", "--log-retention-days", "0"];
     let s = Server::start(&url, &args, &[]).await;
     let sp = unique("gw_busy");
@@ -318,7 +361,7 @@ async fn a_busy_pool_is_told_from_an_unreachable_database() {
         let req = client().post(format!("{}/kip", s.base)).header("X-KIP-Space", &sp).json(&json!({"method": "execute_kip", "params": find_people()}));
         tokio::spawn(send(req))
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_a_call_on_the_lock(&url).await;
     // ...so health and other calls find the pool busy.
     let resp = client().get(format!("{}/health", s.base)).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 503);
@@ -330,4 +373,6 @@ async fn a_busy_pool_is_told_from_an_unreachable_database() {
     lock.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(held.await.unwrap().0, 200);
     assert_eq!(s.get("/health").await.0, 200);
+    drop(s);
+    drop_database(&shared, "kip_gw_busy_test").await;
 }

@@ -211,6 +211,25 @@ pub async fn pg(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// A database of its own with kip, made afresh (dropped first if a failed
+/// run left it): for a test that locks kip's tables, which would hold up
+/// the calls of the tests running beside it in the shared database.
+/// Returns its URL; `drop_database` removes it.
+pub async fn own_database(shared: &str, name: &str) -> String {
+    let (base, _) = shared.rsplit_once('/').expect("a database URL ends with /<database>");
+    let admin = pg(shared).await;
+    // Names come from the tests themselves.
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let url = format!("{base}/{name}");
+    pg(&url).await.batch_execute("SET client_min_messages = warning; CREATE EXTENSION kip CASCADE").await.unwrap();
+    url
+}
+
+pub async fn drop_database(shared: &str, name: &str) {
+    pg(shared).await.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+}
+
 /// The same URL with another host:port (to go through the proxy).
 pub fn url_via(url: &str, addr: SocketAddr) -> String {
     let cfg: tokio_postgres::Config = url.parse().unwrap();

@@ -109,12 +109,7 @@ async fn a_trickled_request_body_is_408() {
 async fn a_slow_answer_is_not_cut_off() {
     // A database of its own: the lock would hold up the other tests' calls.
     let shared = db_or_skip!();
-    let (base, _) = shared.rsplit_once('/').expect("a database URL ends with /<database>");
-    let admin = pg(&shared).await;
-    admin.batch_execute("DROP DATABASE IF EXISTS kip_gateway_slow_test WITH (FORCE)").await.unwrap();
-    admin.batch_execute("CREATE DATABASE kip_gateway_slow_test").await.unwrap();
-    let url = format!("{base}/kip_gateway_slow_test");
-    pg(&url).await.batch_execute("CREATE EXTENSION kip CASCADE").await.unwrap();
+    let url = own_database(&shared, "kip_gateway_slow_test").await;
     let s = Server::start(&url, &[], &SHORT).await;
     let sp = "gw_slow_answer";
     let find = cmd(r#"FIND(?p.name) WHERE { ?p {type: "Person"} } LIMIT 1"#);
@@ -145,7 +140,7 @@ async fn a_slow_answer_is_not_cut_off() {
     assert_eq!(st, 200, "{body}");
     assert_eq!(body["result"]["isError"], false, "{body}");
     drop(s);
-    admin.batch_execute("DROP DATABASE kip_gateway_slow_test WITH (FORCE)").await.unwrap();
+    drop_database(&shared, "kip_gateway_slow_test").await;
 }
 
 /// A client that posts a request with a large answer (5 MB: a batch of
@@ -156,7 +151,8 @@ async fn a_slow_answer_is_not_cut_off() {
 #[tokio::test]
 async fn a_client_that_never_reads_its_answer_is_dropped() {
     let url = db_or_skip!();
-    let envs = [("KIP_WRITE_TIMEOUT_MS", "1000"), ("KIP_HEADER_TIMEOUT_MS", "0")];
+    // The debug log says when the write timeout cut the connection.
+    let envs = [("KIP_WRITE_TIMEOUT_MS", "1000"), ("KIP_HEADER_TIMEOUT_MS", "0"), ("RUST_LOG", "info,kip_server=debug")];
     let s = Server::start(&url, &["--log-retention-days", "0"], &envs).await;
     let body = json!({"method": "execute_kip_readonly", "params": {"commands": vec!["DESCRIBE PRIMER"; 1000]}}).to_string();
     let request = format!(
@@ -167,9 +163,18 @@ async fn a_client_that_never_reads_its_answer_is_dropped() {
     // A small receive buffer, so the answer cannot all sit in the client's kernel.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
+    let cut_before = s.log().matches("connection ended with an error").count();
     let mut stream = socket.connect(s.addr()).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Read nothing until the server gave up on the connection (the answer
+    // takes a few seconds to compute on a busy machine: a fixed pause could
+    // end first, and the client would then read the whole answer).
+    let cut = "connection ended with an error";
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while s.log().matches(cut).count() <= cut_before {
+        assert!(std::time::Instant::now() < deadline, "the write timeout never cut the connection: {}", s.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Now read: what the kernels held, then the end of a closed connection.
     let mut received = 0usize;
     let ended = tokio::time::timeout(PATIENCE, async {
