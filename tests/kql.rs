@@ -190,6 +190,44 @@ fn concept_id_of(c: &mut Client, name: &str) -> i64 {
     c.query_one("SELECT id FROM kip.concepts WHERE space = current_setting('kip.space') AND name = $1", &[&name]).unwrap().get(0)
 }
 
+/// A UNION inside OPTIONAL or NOT may bind a variable of the enclosing
+/// block: the branch binds it independently (RC10 §3.4.7.3), and its rows
+/// join the enclosing solution only where they agree with it. (The
+/// branch's value replaced the enclosing one: the FIND answered another
+/// element, and a DELETE of that pattern deleted another concept.)
+#[test]
+fn a_union_nested_in_optional_or_not_keeps_the_enclosing_binding() {
+    let setup = [
+        TYPES,
+        r#"UPSERT {
+          CONCEPT ?a { {type: "Node", name: "a"} }
+          CONCEPT ?b { {type: "Node", name: "b"} }
+          CONCEPT ?c { {type: "Node", name: "c"} }
+          PROPOSITION { (?a, "next", ?b) }
+          PROPOSITION { (?b, "alt", ?c) }
+        }"#,
+    ];
+    let mut c = space_with(&setup);
+    let optional = |x: &str| format!(r#"FIND(?x.name, ?y.name) WHERE {{ ?x {{name: "{x}"}} OPTIONAL {{ (?x, "alt", ?y) UNION {{ (?x, "next", ?y) }} }} }}"#);
+    // The branch matches for ?x = a only; the block before it for b only.
+    assert_eq!(find(&mut c, &optional("a")), json!([["a"], ["b"]]));
+    assert_eq!(find(&mut c, &optional("b")), json!([["b"], ["c"]]));
+    assert_eq!(find(&mut c, &optional("c")), json!([["c"], [null]]));
+    // A branch binding only the enclosing variable, to another element.
+    let r = find(&mut c, r#"FIND(?x.name, ?y.name) WHERE { ?x {name: "c"} OPTIONAL { (?x, "alt", ?y) UNION { ?x {name: "a"} } } }"#);
+    assert_eq!(r, json!([["c"], [null]]));
+    let r = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} NOT { (?x, "alt", ?y) UNION { (?x, "next", ?y) } } }"#);
+    assert_eq!(r, json!(["c"]));
+    // A predicate variable of the enclosing block against a branch's node.
+    let r = kip(&mut c, r#"FIND(?x.name) WHERE { (?x, ?p, ?y) OPTIONAL { ?q {name: "a"} UNION { ?p {name: "a"} } } }"#, json!({}));
+    assert_eq!(err_code(&r), "KIP_1001", "{r}");
+    // The write path compiles the same pattern.
+    let out = ok(kip(&mut c, r#"DELETE CONCEPT ?x DETACH WHERE { ?x {name: "c"} OPTIONAL { (?x, "alt", ?y) UNION { ?x {name: "a"} } } }"#, json!({})));
+    assert_eq!(out["deleted_concepts"], json!(1), "{out}");
+    let left = find(&mut c, r#"FIND(?x.name) WHERE { ?x {type: "Node"} } ORDER BY ?x.name ASC"#);
+    assert_eq!(left, json!(["a", "b"]));
+}
+
 #[test]
 fn optional_not_union_scoping() {
     let mut c = space_with(&[

@@ -150,16 +150,21 @@ fn guard_sql(params: &mut Params, space: &str, named: &[(String, String)], conce
     if !named.is_empty() {
         let types = params.push(SqlParam::TextArray(named.iter().map(|(t, _)| t.clone()).collect()));
         let names = params.push(SqlParam::TextArray(named.iter().map(|(_, n)| n.clone()).collect()));
+        // `OFFSET 0` keeps each NOT EXISTS a probe of the unique index per
+        // name: pulled up into an anti join, a generic plan estimating a
+        // space's rows from the whole table (a few dozen with thousands of
+        // small spaces) hashed every concept of a large space instead, on
+        // each call (15 ms for a space of 28,000 concepts, not 0.07 ms).
         parts.push(format!(
             "SELECT x.i FROM unnest({types}::text[], {names}::text[]) WITH ORDINALITY AS x(t, n, i)
-             WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = {space} AND c.type = x.t AND c.name = x.n)"
+             WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = {space} AND c.type = x.t AND c.name = x.n OFFSET 0)"
         ));
     }
     if !concept_ids.is_empty() {
         let ids = params.push(SqlParam::IntArray(concept_ids.iter().map(|(n, _)| *n).collect()));
         parts.push(format!(
             "SELECT {} + y.i FROM unnest({ids}::bigint[]) WITH ORDINALITY AS y(id, i)
-             WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = y.id AND c.space = {space})",
+             WHERE NOT EXISTS (SELECT 1 FROM kip.concepts c WHERE c.id = y.id AND c.space = {space} OFFSET 0)",
             named.len()
         ));
     }

@@ -32,9 +32,12 @@ pub fn ids_of(space: &Space, named: &[(String, String)]) -> Result<Vec<((String,
         return Ok(Vec::new());
     }
     let (types, names): (Vec<String>, Vec<String>) = named.iter().cloned().unzip();
+    // A probe of the unique index per name (`OFFSET 0` keeps the subquery
+    // from being flattened into a join the generic plan may hash over the
+    // whole space: see `compile::find::guard_sql`).
     let rows = spi::lookup(
-        "SELECT c.type, c.name, c.id FROM kip.concepts c \
-         WHERE c.space = $1 AND (c.type, c.name) IN (SELECT * FROM unnest($2::text[], $3::text[]))",
+        "SELECT x.t, x.n, c.id FROM unnest($2::text[], $3::text[]) AS x(t, n) \
+         CROSS JOIN LATERAL (SELECT c.id FROM kip.concepts c WHERE c.space = $1 AND c.type = x.t AND c.name = x.n OFFSET 0) c",
         &[space.param(), SqlParam::TextArray(types), SqlParam::TextArray(names)],
         Access::ReadOnly,
     )?;

@@ -144,7 +144,25 @@ fn optional(b: &mut Builder, cx: &mut Cx, inner: &[WhereClause]) -> Result<(), K
 /// `UNION { … }`: the rows so far, UNION ALL the independent branch.
 fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -> Result<(), KipError> {
     let left = b.render(true);
-    let right = cx.in_optional_part(|cx| compile_block(branch, &Scope::default(), cx, false))?;
+    let mut right = cx.in_optional_part(|cx| compile_block(branch, &Scope::default(), cx, false))?;
+    // A variable of an enclosing block (the UNION sits in an OPTIONAL or a
+    // NOT) keeps its value: the branch binds it independently, so its rows
+    // must agree with that value to join the enclosing solution, and it is
+    // not a variable of the UNION's rows (it would replace the enclosing
+    // binding, and the rows before the UNION, which read that binding, do
+    // not carry it).
+    let mut agree = Vec::new();
+    let mut own_vars = Vec::with_capacity(right.vars.len());
+    for rv in std::mem::take(&mut right.vars) {
+        match b.lookup(&rv.name) {
+            Some(enclosing) if !enclosing.own => {
+                merge_kind(enclosing.kind, rv.kind).ok_or_else(|| kind_conflict(&rv.name))?;
+                agree.push(format!("s.{} = {}", rv.column, enclosing.expr));
+            }
+            _ => own_vars.push(rv),
+        }
+    }
+    right.vars = own_vars;
     // Merged variable list: left's first, then the branch's new ones.
     let mut merged: Vec<VarBinding> = left.vars.clone();
     for rv in &right.vars {
@@ -155,7 +173,7 @@ fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -
             None => merged.push(rv.clone()),
         }
     }
-    let side = |rel: &Rel, ord: String| -> String {
+    let side = |rel: &Rel, ord: String, conds: &[String]| -> String {
         let mut cols = Vec::new();
         for (i, m) in merged.iter().enumerate() {
             let value = match rel.vars.iter().find(|v| v.name == m.name) {
@@ -166,18 +184,19 @@ fn union(b: &mut Builder, cx: &mut Cx, branch: &[WhereClause], ordinal: usize) -
             cols.push(format!("{value} AS u_{}", i + 1));
         }
         cols.push(format!("{ord} AS ord"));
-        format!("SELECT {} FROM ({}) s", cols.join(", "), rel.sql)
+        let filter = if conds.is_empty() { String::new() } else { format!(" WHERE {}", conds.join(" AND ")) };
+        format!("SELECT {} FROM ({}) s{filter}", cols.join(", "), rel.sql)
     };
     let alias = cx.alias("u");
     // Nothing before the UNION: the branch alone (not an extra empty row).
     let nothing_before = b.is_empty() && left.vars.is_empty();
     let sql = if nothing_before {
-        format!("({}) {alias}", side(&right, ordinal.to_string()))
+        format!("({}) {alias}", side(&right, ordinal.to_string(), &agree))
     } else {
         format!(
             "({} UNION ALL {}) {alias}",
-            side(&left, "s.ord".to_string()),
-            side(&right, ordinal.to_string())
+            side(&left, "s.ord".to_string(), &[]),
+            side(&right, ordinal.to_string(), &agree)
         )
     };
     b.restart_from(sql, format!("{alias}.ord"));

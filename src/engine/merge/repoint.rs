@@ -152,8 +152,14 @@ fn fill_survivor(space: &Space, survivor: i64, dropped: i64) -> Result<(), KipEr
 /// Delete link `id`, and with it (foreign keys' cascade) the links about
 /// it, every one of them counted as removed.
 fn delete_link(space: &Space, id: i64, counts: &mut Counts) -> Result<(), KipError> {
+    let sql = format!(
+        "WITH RECURSIVE gone(id) AS (SELECT $2::bigint UNION {}), \
+         deleted AS (DELETE FROM kip.propositions WHERE space = $1 AND id = $2) \
+         SELECT id FROM gone",
+        crate::compile::kml_bulk::links_about("gone")
+    );
     let rows = spi::query(
-        "WITH RECURSIVE gone(id) AS (              SELECT $2::bigint              UNION SELECT p.id FROM kip.propositions p JOIN gone g ON p.subject_link = g.id OR p.object_link = g.id          ), deleted AS (DELETE FROM kip.propositions WHERE space = $1 AND id = $2)          SELECT id FROM gone",
+        &sql,
         &[space.param(), SqlParam::Int(id)],
         Access::ReadWrite,
     )?;
