@@ -15,8 +15,12 @@ use crate::space::Space;
 use kip_lang::KipError;
 use serde_json::Value;
 
-const NORMALIZED_A: &str = "lower(regexp_replace(a.name, '[[:space:]]+', '', 'g'))";
-const NORMALIZED_B: &str = "lower(regexp_replace(b.name, '[[:space:]]+', '', 'g'))";
+/// The space's concepts that may pair, each with its normalized name,
+/// computed once per concept and kept (`MATERIALIZED`): compared within the
+/// join, the normalization ran once per pair of a type, and a cycle over a
+/// space of 30,000 concepts took 70 s instead of 0.1 s.
+const CANDIDATES: &str = "SELECT c.id, c.type, c.name, lower(regexp_replace(c.name, '[[:space:]]+', '', 'g')) AS k \
+     FROM kip.concepts c WHERE c.space = $1 AND c.type NOT IN ('$ConceptType', '$PropositionType', 'SleepTask')";
 
 /// Create missing tasks for up to `cap` pairs; returns how many were created.
 /// A task the engine refuses (say, an agent changed the SleepTask schema) is
@@ -26,9 +30,9 @@ pub fn run(space: &Space, cap: i64, budget: &mut tasks::TaskBudget, errors: &mut
         return Ok(0);
     }
     let sql = format!(
-        "SELECT a.id, b.id, a.type, a.name, b.name FROM kip.concepts a \
-         JOIN kip.concepts b ON b.space = a.space AND b.type = a.type AND b.id > a.id AND {NORMALIZED_B} = {NORMALIZED_A} \
-         WHERE a.space = $1 AND a.type NOT IN ('$ConceptType', '$PropositionType', 'SleepTask') \
+        "WITH n AS MATERIALIZED ({CANDIDATES}) \
+         SELECT a.id, b.id, a.type, a.name, b.name FROM n a \
+         JOIN n b ON b.type = a.type AND b.k = a.k AND b.id > a.id \
          ORDER BY a.id, b.id LIMIT $2"
     );
     let rows = spi::query(&sql, &[space.param(), SqlParam::Int(cap)], Access::ReadOnly)?;
