@@ -97,10 +97,10 @@ impl Keys {
                 ));
             }
             for (i, entry) in parsed.keys.into_iter().enumerate() {
-                if entry.key.len() < 8 {
-                    return Err(format!("keys file {}: key #{} is shorter than 8 characters", path.display(), i + 1));
-                }
                 check_secret(&entry.key).map_err(|why| format!("keys file {}: key #{} {why}", path.display(), i + 1))?;
+                if entry.space != "*" {
+                    check_space(&entry.space).map_err(|why| format!("keys file {}: the space of key #{} {why}", path.display(), i + 1))?;
+                }
                 if keys.iter().any(|k: &Key| k.secret == entry.key.as_bytes()) {
                     return Err(format!("keys file {}: key #{} repeats an earlier key's secret", path.display(), i + 1));
                 }
@@ -167,10 +167,25 @@ impl Keys {
 /// whitespace, control or non-ASCII characters could never match (and
 /// would fail silently, request after request).
 fn check_secret(key: &str) -> Result<(), &'static str> {
-    if key.bytes().all(|b| b.is_ascii_graphic()) {
+    if key.len() < 8 {
+        Err("is shorter than 8 characters")
+    } else if key.bytes().all(|b| b.is_ascii_graphic()) {
         Ok(())
     } else {
         Err("holds whitespace, control or non-ASCII characters: a Bearer key is visible ASCII only (check for a trailing newline)")
+    }
+}
+
+/// A fixed space of the keys file is a space name kip accepts (1–63
+/// letters, digits, `_`, `.`, `-`, not starting with `.` or `-`): with
+/// another, every request of the key failed 400.
+fn check_space(space: &str) -> Result<(), &'static str> {
+    let first_ok = space.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let rest_ok = space.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if first_ok && rest_ok && space.len() <= 63 {
+        Ok(())
+    } else {
+        Err("names no valid space: a space name has 1 to 63 characters (letters, digits, '_', '.', '-'), starting with a letter, digit or '_', or is \"*\" for any space")
     }
 }
 
@@ -251,6 +266,17 @@ mod tests {
         }
         let spaced = r#"{"keys": [{"key": "secret-key-1 ", "space": "a", "access": "read-only"}]}"#;
         assert!(file(spaced).err().unwrap().contains("visible ASCII"));
+        // Short keys, from API_KEY as from the file.
+        assert!(Keys::load(Some("short"), None).err().unwrap().contains("API_KEY is shorter than 8 characters"));
+        let short = r#"{"keys": [{"key": "short", "space": "a", "access": "read-only"}]}"#;
+        assert!(file(short).err().unwrap().contains("key #1 is shorter than 8 characters"));
+        // A fixed space kip would refuse on every request.
+        for space in ["", "bad space!", "-dash-first", &"x".repeat(64)] {
+            let text = format!(r#"{{"keys": [{{"key": "secret-key-1", "space": "{space}", "access": "read-only"}}]}}"#);
+            assert!(file(&text).err().unwrap_or_else(|| panic!("{space:?} accepted")).contains("names no valid space"));
+        }
+        let fine = r#"{"keys": [{"key": "secret-key-1", "space": "team_a.b-1", "access": "read-only"}]}"#;
+        assert!(file(fine).is_ok());
     }
 
     #[test]

@@ -33,7 +33,11 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    // A client may shut down its side of the connection once its request
+    // is sent (`nc -N`, some proxies) and still read the answer: without
+    // half-close hyper took that end of input for the client leaving, and
+    // answered nothing, though the call (a write too) still ran.
+    http.timer(TokioTimer::new()).header_read_timeout(header_timeout).half_close(true);
     // Each connection task holds a receiver; `closed()` resolves when the last one is gone.
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
     loop {

@@ -146,7 +146,7 @@ impl Gateway {
                 duration: started.elapsed(),
                 key_name: caller.key_name.clone(),
                 request: self.log.redact(params.view()),
-                error: reply.body.get("error").cloned(),
+                error: self.log.logged_error(params.view(), reply.body.get("error")),
             });
         }
         reply

@@ -80,9 +80,14 @@ const MAX_LOGGED_COMMAND: usize = 64 * 1024;
 
 /// A command's text as logged: at most [`MAX_LOGGED_COMMAND`] bytes.
 fn capped(command: &Value) -> Value {
+    capped_to(command, MAX_LOGGED_COMMAND)
+}
+
+/// A command's text as logged: at most `max` bytes.
+fn capped_to(command: &Value, max: usize) -> Value {
     match command {
-        Value::String(s) if s.len() > MAX_LOGGED_COMMAND => {
-            let mut end = MAX_LOGGED_COMMAND;
+        Value::String(s) if s.len() > max => {
+            let mut end = max;
             while !s.is_char_boundary(end) {
                 end -= 1;
             }
@@ -90,6 +95,32 @@ fn capped(command: &Value) -> Value {
         }
         other => other.clone(),
     }
+}
+
+/// A page of `list_logs` stops adding entries past this many bytes (its
+/// `next_cursor` goes on from there): entries written before the batch
+/// cap, or with their parameters kept, may be large, and a page of 100 of
+/// them was built in memory whole (100 MB, and 3.8 GB for 20 callers).
+const MAX_PAGE_BYTES: usize = 1024 * 1024;
+
+/// The message and hint of an error, withheld from the log when the
+/// request's parameters are not kept: kip's messages often repeat the value
+/// they refuse (an unregistered type passed as `:t`, a malformed id).
+const WITHHELD: &str = "[withheld: the request had parameters, and --log-parameters is off]";
+
+/// Whether a request passes any parameter, to the whole request or to one
+/// command of a batch.
+fn has_parameters(params: &Value) -> bool {
+    let given = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(_) => true,
+    };
+    given(params.get("parameters"))
+        || params
+            .get("commands")
+            .and_then(Value::as_array)
+            .is_some_and(|items| items.iter().any(|item| given(item.get("parameters"))))
 }
 
 /// One finished call, as recorded.
@@ -172,20 +203,28 @@ impl RequestLog {
             out.insert("command".into(), capped(c));
         }
         if let Some(Value::Array(items)) = obj.get("commands") {
+            // The commands of a batch share one command's allowance: up to
+            // 15 of them, each of 64 KB, made an entry of about 1 MB.
+            let mut budget = MAX_LOGGED_COMMAND;
+            let mut within_budget = |c: &Value| {
+                let logged = capped_to(c, budget);
+                budget = budget.saturating_sub(c.as_str().map_or(0, str::len));
+                logged
+            };
             let items = items
                 .iter()
                 .map(|item| match item {
                     Value::Object(o) => {
                         let mut m = Map::new();
                         if let Some(c) = o.get("command") {
-                            m.insert("command".into(), capped(c));
+                            m.insert("command".into(), within_budget(c));
                         }
                         if let Some(p) = o.get("parameters") {
                             m.insert("parameters".into(), parameters(p));
                         }
                         Value::Object(m)
                     }
-                    other => capped(other),
+                    other => within_budget(other),
                 })
                 .collect();
             out.insert("commands".into(), Value::Array(items));
@@ -197,6 +236,22 @@ impl RequestLog {
             out.insert("dry_run".into(), d.clone());
         }
         Value::Object(out)
+    }
+
+    /// A reply's error as logged: whole when parameters are kept or the
+    /// request passed none; otherwise its code, with message and hint
+    /// withheld ([`WITHHELD`]).
+    pub fn logged_error(&self, params: &Value, error: Option<&Value>) -> Option<Value> {
+        let error = error?;
+        if self.inner.keep_parameters || !has_parameters(params) {
+            return Some(error.clone());
+        }
+        let mut out = Map::new();
+        if let Some(code) = error.get("code") {
+            out.insert("code".into(), code.clone());
+        }
+        out.insert("message".into(), json!(WITHHELD));
+        Some(Value::Object(out))
     }
 
     /// Queue an entry; never waits.
@@ -224,10 +279,11 @@ impl RequestLog {
                 rows
             })
             .await?;
-        let more = rows.len() as i64 > limit;
+        let mut more = rows.len() as i64 > limit;
         let mut entries = Vec::new();
         let mut last_id = None;
-        for row in rows.iter().take(limit as usize) {
+        let mut bytes = 0usize;
+        for (i, row) in rows.iter().take(limit as usize).enumerate() {
             let id: i64 = row.try_get(0)?;
             let duration_us: i64 = row.try_get(5)?;
             let mut e = json!({
@@ -243,8 +299,18 @@ impl RequestLog {
             if let Some(err) = row.try_get::<_, Option<Value>>(7)? {
                 e["error"] = err;
             }
+            bytes += e.to_string().len();
+            if bytes > MAX_PAGE_BYTES && !entries.is_empty() {
+                // The page ends before this entry; the next one starts with it.
+                more = true;
+                break;
+            }
             entries.push(e);
             last_id = Some(id);
+            if bytes > MAX_PAGE_BYTES && i + 1 < rows.len() {
+                more = true;
+                break;
+            }
         }
         let mut out = json!({ "result": entries });
         if let (true, Some(id)) = (more, last_id) {
@@ -385,6 +451,16 @@ mod tests {
         let v = storable(json!({"a\0": ["x\0y", 1, {"k": "\0"}], "n": null}));
         assert_eq!(v, json!({"a\u{FFFD}": ["x\u{FFFD}y", 1, {"k": "\u{FFFD}"}], "n": null}));
         assert!(!v.to_string().contains("\\u0000"), "{v}");
+    }
+
+    #[test]
+    fn parameters_are_seen_in_a_request_and_in_its_batch() {
+        assert!(has_parameters(&json!({"command": "FIND", "parameters": {"a": 1}})));
+        assert!(has_parameters(&json!({"command": "FIND", "parameters": "odd"})));
+        assert!(has_parameters(&json!({"commands": ["FIND", {"command": "FIND", "parameters": {"b": 2}}]})));
+        assert!(!has_parameters(&json!({"command": "FIND", "parameters": {}})));
+        assert!(!has_parameters(&json!({"command": "FIND", "parameters": null})));
+        assert!(!has_parameters(&json!({"commands": ["FIND", {"command": "FIND"}]})));
     }
 
     #[test]

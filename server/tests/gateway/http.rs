@@ -276,6 +276,23 @@ async fn list_logs_pages_newest_first_without_parameter_values() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(logged["result"][0]["request"]["parameters"], "[redacted]", "{logged}");
+    // An error that repeats a parameter's value is logged without its
+    // message and hint (the type passed as :t is named in kip's refusal).
+    let refused = json!({"command": "UPSERT { CONCEPT ?d { {type: :t, name: \"x\"} } }", "parameters": {"t": "HunterType"}});
+    let answer = s.kip_as(None, odd_sp, "execute_kip", refused).await;
+    assert!(answer.1.to_string().contains("HunterType"), "the caller is told: {}", answer.1);
+    let mut logged = Value::Null;
+    for _ in 0..100 {
+        logged = s.kip_as(None, odd_sp, "list_logs", json!({"limit": 1})).await.1;
+        if logged["result"][0]["request"]["command"].as_str().is_some_and(|c| c.starts_with("UPSERT")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let entry = &logged["result"][0];
+    assert_eq!(entry["error"]["code"], answer.1["error"]["code"], "{logged}");
+    assert!(entry["error"]["message"].as_str().unwrap().contains("withheld"), "{logged}");
+    assert!(!logged.to_string().contains("Hunter"), "a parameter value leaked through an error message: {logged}");
     assert_eq!(all[0]["error"]["code"], "KIP_1001");
     assert_eq!(all[1]["status"], 200);
     assert_eq!(all[1]["method"], "execute_kip");
@@ -319,6 +336,59 @@ async fn list_logs_pages_newest_first_without_parameter_values() {
         .unwrap()
         .get(0);
     assert!(n >= 6);
+}
+
+/// Request-log entries and `list_logs` pages stay bounded: the commands of
+/// a batch share one command's 64 KB, and a page stops past 1 MB, its
+/// `next_cursor` going on from there.
+#[tokio::test]
+async fn list_logs_pages_stay_bounded() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &["--pool-size", "4"], &[]).await;
+    let space = unique("gw_logs_big");
+    let sp = Some(space.as_str());
+    let long = |i: usize| format!("FIND(?x) WHERE {{ ?x {{name: \"{i}{}\"}} }}", "z".repeat(60_000));
+    let batch: Vec<String> = (0..15).map(long).collect();
+    // Each finds nothing (404 KIP_3002 alone, inside a batch's 200): logged all the same.
+    assert_eq!(s.kip_as(None, sp, "execute_kip_readonly", json!({"commands": batch})).await.0, 200);
+    for i in 0..18 {
+        assert_eq!(s.kip_as(None, sp, "execute_kip_readonly", json!({"command": long(i)})).await.0, 404);
+    }
+    let entries = log_entries_paged(&s, &space, 19).await;
+    let batch_entry = entries.last().unwrap();
+    let size = batch_entry.to_string().len();
+    assert!(size < 70_000, "the batch's entry holds {size} bytes");
+    assert!(batch_entry.to_string().contains("truncated"), "later commands of the batch are cut");
+    let (st, first) = s.kip_as(None, sp, "list_logs", json!({"limit": 100})).await;
+    assert_eq!(st, 200);
+    let n = first["result"].as_array().unwrap().len();
+    assert!(n < 19 && first["next_cursor"].is_string(), "a page of {n} entries, {} bytes", first.to_string().len());
+    assert!(first.to_string().len() < 1_200_000, "{} bytes", first.to_string().len());
+}
+
+/// Every entry of `space`, following `next_cursor`, once `n` are logged.
+async fn log_entries_paged(s: &Server, space: &str, n: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"limit": 100, "cursor": c}),
+                None => json!({"limit": 100}),
+            };
+            let page = s.kip_as(None, Some(space), "list_logs", params).await.1;
+            all.extend(page["result"].as_array().cloned().unwrap_or_default());
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+        if all.len() >= n {
+            return all;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the request log of {space} never held {n} entries");
 }
 
 /// Polls `list_logs` of `space` until it holds `n` entries.
@@ -383,4 +453,32 @@ async fn odd_input_gets_short_accurate_answers() {
     let entries = log_entries(&s, &sp, 2).await;
     let logged = entries[0]["request"]["command"].as_str().unwrap();
     assert!(logged.len() < 70_000 && logged.contains("truncated"), "{} bytes", logged.len());
+}
+
+/// A client that shuts down its side of the connection once its request is
+/// sent (`nc -N`, some proxies) still reads its answer (it got nothing,
+/// though the call ran).
+#[tokio::test]
+async fn a_client_that_half_closes_still_gets_its_answer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let url = db_or_skip!();
+    let s = open_server(&url).await;
+    let body = json!({"method": "execute_kip", "params": {"command": "DESCRIBE PRIMER"}}).to_string();
+    for version in ["HTTP/1.1", "HTTP/1.0"] {
+        let request = format!(
+            "POST /kip {version}\r\nHost: {}\r\nContent-Type: application/json\r\nX-KIP-Space: gw_half_close\r\nContent-Length: {}\r\n\r\n{body}",
+            s.addr(),
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        stream.shutdown().await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(std::time::Duration::from_secs(30), stream.read_to_string(&mut answer))
+            .await
+            .expect("the answer comes")
+            .unwrap();
+        assert!(answer.starts_with(&format!("{version} 200")), "{version}: {answer:?}");
+        assert!(answer.contains("\"result\""), "{version}: {answer:?}");
+    }
 }
