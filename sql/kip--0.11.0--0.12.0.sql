@@ -525,12 +525,14 @@ DECLARE
     needed CONSTANT name := CASE privilege WHEN 'read' THEN 'kip_reader' ELSE 'kip_writer' END;
 BEGIN
     -- pg_has_role counts a superuser as a member of every role: superusers
-    -- are left out of the members (and need no grant themselves).
+    -- are left out of the members (and need no grant themselves). USAGE,
+    -- not MEMBER: a NOINHERIT member uses neither the grant nor the group
+    -- without SET ROLE, and after SET ROLE it is another role.
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = role AND r.rolsuper)
        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles m
                        WHERE NOT m.rolsuper
-                         AND pg_catalog.pg_has_role(m.oid, role, 'MEMBER')
-                         AND pg_catalog.pg_has_role(m.oid, needed, 'MEMBER')) THEN
+                         AND pg_catalog.pg_has_role(m.oid, role, 'USAGE')
+                         AND pg_catalog.pg_has_role(m.oid, needed, 'USAGE')) THEN
         RAISE WARNING 'neither role % nor any member of it is in %: the % grant gives nothing until one is', quote_ident(role), needed, privilege
             USING HINT = format('GRANT %s TO %s;', needed, quote_ident(role));
     END IF;

@@ -233,8 +233,8 @@ fn kip_drop_space_runs_again_after_a_deadlock_with_a_writer() {
     // Postgres looks for a deadlock once, deadlock_timeout after a session
     // starts waiting: the drop, which waits first, must be the one that
     // finds the cycle (it runs again; the writer, which wrote before, could
-    // not), so it looks after the writer's wait has begun, however slow the
-    // machine, and long before the writer would. (scripts/test.sh lets the
+    // not), so it looks 3 s after its own wait began (the writer's begins
+    // within milliseconds of it), long before the writer would. (scripts/test.sh lets the
     // non-superuser pass set deadlock_timeout.)
     writer.batch_execute("SET deadlock_timeout = '60s'").unwrap();
     writer.batch_execute("BEGIN").unwrap();

@@ -411,8 +411,13 @@ fn a_grant_no_role_can_use_is_warned_about() {
     // The grant is kept all the same.
     assert_eq!(count(&mut admin, "SELECT count(*) FROM kip.space_grants WHERE space = $1 AND privilege = 'write'", &space), 1);
     assert!(granted(&team, "write").is_empty(), "the team's agent is a writer");
+    // A NOINHERIT member of kip_reader uses neither the group nor the grant.
+    let noinherit = login_role(&mut admin, "gov_warn_noinherit", "kip_reader");
+    admin.batch_execute(&format!("ALTER ROLE \"{noinherit}\" NOINHERIT")).unwrap();
+    let w = granted(&noinherit, "read");
+    assert!(w.len() == 1 && w[0].contains("in kip_reader"), "{w:?}");
     drop(c);
-    for role in [&outsider, &reader, &agent, &team] {
+    for role in [&outsider, &reader, &agent, &team, &noinherit] {
         drop_role(&mut admin, role);
     }
 }

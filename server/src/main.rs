@@ -80,6 +80,12 @@ async fn run(cli: Cli) -> Result<(), String> {
             wait_for_signal().await;
             tracing::info!("shutdown requested: draining requests in flight");
             shutdown.cancel();
+            // A second signal (an operator's second Ctrl-C) does not wait
+            // out the grace period: calls still running are abandoned, and
+            // Postgres rolls back what they had not committed.
+            wait_for_signal().await;
+            tracing::warn!("second shutdown signal: stopping at once, abandoning calls in flight");
+            std::process::exit(1);
         }
     });
 

@@ -42,12 +42,25 @@ const INSERT: &str = "
     FROM jsonb_to_recordset($1::jsonb) AS x(space text, method text, command text, status integer,
          duration_us bigint, key_name text, request jsonb, error jsonb)";
 
+/// A page: the `$3` newest entries before cursor `$2`, cut in Postgres
+/// where their sizes pass `$4` bytes (the first entry always stays), so the
+/// gateway never holds more than about one page's budget of rows. The
+/// last column counts the entries read before the cut.
 const PAGE: &str = "
-    SELECT id, (extract(epoch FROM at) * 1000)::bigint, method, command, status, duration_us, request, error
-    FROM kip_gateway.request_log
-    WHERE space = $1 AND ($2::bigint IS NULL OR id < $2)
-    ORDER BY id DESC
-    LIMIT $3";
+    WITH read AS (
+        SELECT id, at, method, command, status, duration_us, request, error,
+               sum(octet_length(request::text) + coalesce(octet_length(error::text), 0) + coalesce(octet_length(command), 0))
+                   OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS upto
+        FROM (SELECT * FROM kip_gateway.request_log
+              WHERE space = $1 AND ($2::bigint IS NULL OR id < $2)
+              ORDER BY id DESC
+              LIMIT $3) newest
+    )
+    SELECT id, (extract(epoch FROM at) * 1000)::bigint, method, command, status, duration_us, request, error,
+           (SELECT count(*) FROM read)
+    FROM read
+    WHERE id = (SELECT max(id) FROM read) OR upto <= $4
+    ORDER BY id DESC";
 
 const QUEUE: usize = 10_000;
 const BATCH: usize = 500;
@@ -83,19 +96,45 @@ fn capped(command: &Value) -> Value {
     capped_to(command, MAX_LOGGED_COMMAND)
 }
 
-/// A command's text as logged: at most `max` bytes.
+/// A command's text as logged: at most `max` bytes. A value that is no
+/// string (a request kip refuses) is kept only when its JSON fits too.
 fn capped_to(command: &Value, max: usize) -> Value {
     match command {
-        Value::String(s) if s.len() > max => {
-            let mut end = max;
-            while !s.is_char_boundary(end) {
-                end -= 1;
+        Value::String(s) => Value::String(cut(s, max)),
+        other => {
+            let json = other.to_string();
+            if json.len() > max {
+                Value::String(format!("[a {} of {} bytes, not kept]", kind_of(other), json.len()))
+            } else {
+                other.clone()
             }
-            Value::String(format!("{}… [truncated: {} bytes in all]", &s[..end], s.len()))
         }
-        other => other.clone(),
     }
 }
+
+/// `s` cut to at most `max` bytes, with a note of its length when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [truncated: {} bytes in all]", &s[..end], s.len())
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "JSON object",
+        Value::Array(_) => "JSON array",
+        _ => "JSON value",
+    }
+}
+
+/// How much of an error's message or hint the log keeps: kip's messages
+/// may quote a command's literals (a 60 KB name).
+const MAX_LOGGED_ERROR_TEXT: usize = 4096;
 
 /// A page of `list_logs` stops adding entries past this many bytes (its
 /// `next_cursor` goes on from there): entries written before the batch
@@ -208,7 +247,7 @@ impl RequestLog {
             let mut budget = MAX_LOGGED_COMMAND;
             let mut within_budget = |c: &Value| {
                 let logged = capped_to(c, budget);
-                budget = budget.saturating_sub(c.as_str().map_or(0, str::len));
+                budget = budget.saturating_sub(c.as_str().map_or_else(|| c.to_string().len(), str::len));
                 logged
             };
             let items = items
@@ -244,7 +283,15 @@ impl RequestLog {
     pub fn logged_error(&self, params: &Value, error: Option<&Value>) -> Option<Value> {
         let error = error?;
         if self.inner.keep_parameters || !has_parameters(params) {
-            return Some(error.clone());
+            let mut kept = error.clone();
+            if let Value::Object(m) = &mut kept {
+                for text in m.values_mut() {
+                    if let Value::String(s) = text {
+                        *s = cut(s, MAX_LOGGED_ERROR_TEXT);
+                    }
+                }
+            }
+            return Some(kept);
         }
         let mut out = Map::new();
         if let Some(code) = error.get("code") {
@@ -279,7 +326,13 @@ impl RequestLog {
                 rows
             })
             .await?;
-        let mut more = rows.len() as i64 > limit;
+        // `read` counts the rows the query looked at (up to limit + 1):
+        // more follow when it kept fewer, or found one beyond the limit.
+        let read = match rows.first() {
+            Some(row) => row.try_get::<_, i64>(8)?,
+            None => 0,
+        };
+        let mut more = read > rows.len() as i64 || rows.len() as i64 > limit;
         let mut entries = Vec::new();
         let mut last_id = None;
         let mut bytes = 0usize;
@@ -321,7 +374,8 @@ impl RequestLog {
 
     async fn query_page(&self, conn: &Conn, caller: &Caller, cursor: Option<i64>, limit: i64) -> Result<Vec<tokio_postgres::Row>, DbError> {
         self.ensure_schema(conn).await?;
-        Ok(conn.query(PAGE, &[&caller.space, &cursor, &(limit + 1)]).await.map_err(|e| self.schema_gone(e))?)
+        let budget = MAX_PAGE_BYTES as i64;
+        Ok(conn.query(PAGE, &[&caller.space, &cursor, &(limit + 1), &budget]).await.map_err(|e| self.schema_gone(e))?)
     }
 
     /// `e`, after forgetting that the schema exists when `e` says it does
@@ -470,5 +524,9 @@ mod tests {
         assert!(c.len() < MAX_LOGGED_COMMAND + 100, "{}", c.len());
         assert!(c.ends_with(&format!("[truncated: {} bytes in all]", long.len())));
         assert_eq!(capped(&json!("FIND(?x)")), json!("FIND(?x)"));
+        // A value that is no string is kept whole or not at all.
+        assert_eq!(capped(&json!({"a": 1})), json!({"a": 1}));
+        let big = json!({"a": "x".repeat(MAX_LOGGED_COMMAND)});
+        assert_eq!(capped(&big), json!(format!("[a JSON object of {} bytes, not kept]", big.to_string().len())));
     }
 }

@@ -311,8 +311,9 @@ async fn a_stalled_database_link_is_503_and_its_connection_discarded() {
 }
 
 /// SIGTERM waits for a call whose client already left (it runs on a task
-/// of its own, detached from any connection), so its write is finished and
-/// logged before the process exits. (The process exited at once: the write
+/// of its own; its connection, closed by the client on its side only, stays
+/// open for the answer, and a call whose connection went runs detached), so
+/// its write is finished and logged before the process exits. (The process exited at once: the write
 /// committed in Postgres afterwards, with no log line and no request-log row.)
 #[tokio::test]
 async fn sigterm_waits_for_calls_whose_client_left() {
@@ -333,9 +334,12 @@ async fn sigterm_waits_for_calls_whose_client_left() {
     lock.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(s.wait_exit(Duration::from_secs(10)), Some(0), "{}", s.log());
     let log = s.log();
-    // The call is waited for as a request of its connection (half-closed
-    // by the client's leaving) or as a call whose connection went.
-    assert!(log.contains("UPSERT") && log.contains("in flight"), "{log}");
+    // The call is waited for, as a request of its connection (which the
+    // gateway keeps open for the answer when the client only closed its
+    // side) or as a call whose connection went: it ends, logged, before
+    // the gateway stops.
+    let ended = log.find("command=\"UPSERT\"").expect("the UPSERT is logged");
+    assert!(ended < log.find("kip-server stopped").unwrap(), "{log}");
     let row = pg(&url)
         .await
         .query_one("SELECT count(*) FROM kip_gateway.request_log WHERE space = $1 AND command = 'UPSERT' AND status = 200", &[&sp])
@@ -377,4 +381,33 @@ async fn a_busy_pool_is_told_from_an_unreachable_database() {
     assert_eq!(s.get("/health").await.0, 200);
     drop(s);
     drop_database(&shared, "kip_gw_busy_test").await;
+}
+
+/// A second SIGTERM stops the gateway at once (exit status 1), without
+/// waiting out the grace period for a call held by a lock.
+#[tokio::test]
+async fn a_second_sigterm_stops_at_once() {
+    // A database of its own: the lock would hold up the other tests' calls.
+    let shared = db_or_skip!();
+    let url = own_database(&shared, "kip_gw_second_term_test").await;
+    let mut s = Server::start(&url, &["--pool-size", "2", "--shutdown-grace-secs", "60"], &[]).await;
+    let sp = "gw_second_term";
+    assert_eq!(s.kip_as(None, Some(sp), "execute_kip", find_people()).await.0, 200);
+    let lock = lock_concepts(&url).await;
+    let base = s.base.clone();
+    let held = tokio::spawn(async move {
+        let req = client().post(format!("{base}/kip")).header("X-KIP-Space", sp).json(&json!({"method": "execute_kip", "params": find_people()}));
+        let _ = req.send().await;
+    });
+    wait_for_a_call_on_the_lock(&url).await;
+    s.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.wait_exit(Duration::from_millis(10)), None, "the first SIGTERM drains: {}", s.log());
+    s.signal("TERM");
+    assert_eq!(s.wait_exit(Duration::from_secs(10)), Some(1), "{}", s.log());
+    assert!(s.log().contains("second shutdown signal"), "{}", s.log());
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    let _ = held.await;
+    drop(s);
+    drop_database(&shared, "kip_gw_second_term_test").await;
 }
