@@ -166,7 +166,7 @@ fn optional_block() {
 fn not_block() {
     assert_pattern(
         r#"?x {type: "Drug"} NOT { (?x, "treats", ?y) }"#,
-        "SELECT DISTINCT s.v_1 FROM (SELECT c1.id AS v_1 FROM kip.concepts c1 WHERE c1.space = $1::text AND c1.type = $2::text AND NOT EXISTS (SELECT p2.object AS v_1 FROM kip.propositions p2 WHERE p2.space = $1::text AND p2.subject = c1.id AND p2.predicate = $3::text OFFSET 0)) s",
+        "SELECT DISTINCT s.v_1 FROM (SELECT c1.id AS v_1 FROM kip.concepts c1 WHERE c1.space = $1::text AND c1.type = $2::text AND NOT EXISTS (SELECT p2.object AS v_1 FROM kip.propositions p2 WHERE p2.space = $1::text AND p2.subject = c1.id AND p2.predicate = $3::text)) s",
         vec![text(SPACE), text("Drug"), text("treats")],
     );
 }
