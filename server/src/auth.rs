@@ -177,8 +177,9 @@ fn check_secret(key: &str) -> Result<(), &'static str> {
 }
 
 /// A fixed space of the keys file is a space name kip accepts (1–63
-/// letters, digits, `_`, `.`, `-`, not starting with `.` or `-`): with
-/// another, every request of the key failed 400.
+/// letters, digits, `_`, `.`, `-`, not starting with `.` or `-`; the rule
+/// of the extension's `space::validate`, which the gateway cannot link):
+/// with another, every request of the key failed 400.
 fn check_space(space: &str) -> Result<(), &'static str> {
     let first_ok = space.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
     let rest_ok = space.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));

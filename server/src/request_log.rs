@@ -136,10 +136,11 @@ fn kind_of(v: &Value) -> &'static str {
 /// may quote a command's literals (a 60 KB name).
 const MAX_LOGGED_ERROR_TEXT: usize = 4096;
 
-/// A page of `list_logs` stops adding entries past this many bytes (its
-/// `next_cursor` goes on from there): entries written before the batch
-/// cap, or with their parameters kept, may be large, and a page of 100 of
-/// them was built in memory whole (100 MB, and 3.8 GB for 20 callers).
+/// A page of `list_logs` stops adding entries past this many bytes, cut
+/// by the query itself ([`PAGE`]; its `next_cursor` goes on from there):
+/// entries written before the batch cap, or with their parameters kept,
+/// may be large, and a page of 100 of them was read and built in memory
+/// whole (100 MB, and 3.8 GB for 20 callers).
 const MAX_PAGE_BYTES: usize = 1024 * 1024;
 
 /// The message and hint of an error, withheld from the log when the
@@ -332,11 +333,10 @@ impl RequestLog {
             Some(row) => row.try_get::<_, i64>(8)?,
             None => 0,
         };
-        let mut more = read > rows.len() as i64 || rows.len() as i64 > limit;
+        let more = read > rows.len() as i64 || rows.len() as i64 > limit;
         let mut entries = Vec::new();
         let mut last_id = None;
-        let mut bytes = 0usize;
-        for (i, row) in rows.iter().take(limit as usize).enumerate() {
+        for row in rows.iter().take(limit as usize) {
             let id: i64 = row.try_get(0)?;
             let duration_us: i64 = row.try_get(5)?;
             let mut e = json!({
@@ -352,18 +352,8 @@ impl RequestLog {
             if let Some(err) = row.try_get::<_, Option<Value>>(7)? {
                 e["error"] = err;
             }
-            bytes += e.to_string().len();
-            if bytes > MAX_PAGE_BYTES && !entries.is_empty() {
-                // The page ends before this entry; the next one starts with it.
-                more = true;
-                break;
-            }
             entries.push(e);
             last_id = Some(id);
-            if bytes > MAX_PAGE_BYTES && i + 1 < rows.len() {
-                more = true;
-                break;
-            }
         }
         let mut out = json!({ "result": entries });
         if let (true, Some(id)) = (more, last_id) {

@@ -126,7 +126,7 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
              ) \
              SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM doomed), 0, {refusal_cols} {tail}",
             link_rows,
-            about = links_about("doomed")
+            about = LINKS_ABOUT_DOOMED
         ),
         BulkAction::DeleteConcepts => format!(
             "WITH RECURSIVE {head}, \
@@ -143,14 +143,14 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
              ) \
              SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM gone), (SELECT count(*) FROM doomed), {refusal_cols} {tail}",
             concept_rows,
-            about = links_about("doomed")
+            about = LINKS_ABOUT_DOOMED
         ),
     };
     Ok(BulkSql { sql, params })
 }
 
 /// The recursive term of a cascade over higher-order links: the links whose
-/// subject or object is a link of the work table `worktable(id)`.
+/// subject or object is a link of the work table `doomed(id)`.
 ///
 /// Each link is looked up by id (`LATERAL`, one probe of each partial index
 /// per link), not joined with `subject_link = d.id OR object_link = d.id`:
@@ -160,13 +160,9 @@ pub fn bulk_sql(clauses: &[WhereClause], env: Env, var: &str, limit: Option<u64>
 /// DELETE paid for clearing up to `hash_mem` of memory (50 ms at a
 /// `work_mem` of 32 MB), whatever it deleted. The estimate is now a few
 /// rows per link.
-pub(crate) fn links_about(worktable: &str) -> String {
-    format!(
-        "SELECT l.id FROM {worktable} d CROSS JOIN LATERAL ( \
-             SELECT p.id FROM kip.propositions p WHERE p.subject_link = d.id \
-             UNION ALL SELECT p.id FROM kip.propositions p WHERE p.object_link = d.id) l"
-    )
-}
+pub(crate) const LINKS_ABOUT_DOOMED: &str = "SELECT l.id FROM doomed d CROSS JOIN LATERAL ( \
+     SELECT p.id FROM kip.propositions p WHERE p.subject_link = d.id \
+     UNION ALL SELECT p.id FROM kip.propositions p WHERE p.object_link = d.id) l";
 
 /// After `FROM` / `USING` of a rewrite or removal of the table row `x`: the
 /// targets of `kind` (concepts carry their type, links do not), in the

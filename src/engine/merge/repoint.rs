@@ -152,14 +152,17 @@ fn fill_survivor(space: &Space, survivor: i64, dropped: i64) -> Result<(), KipEr
 /// Delete link `id`, and with it (foreign keys' cascade) the links about
 /// it, every one of them counted as removed.
 fn delete_link(space: &Space, id: i64, counts: &mut Counts) -> Result<(), KipError> {
-    let sql = format!(
-        "WITH RECURSIVE gone(id) AS (SELECT $2::bigint UNION {}), \
-         deleted AS (DELETE FROM kip.propositions WHERE space = $1 AND id = $2) \
-         SELECT id FROM gone",
-        crate::compile::kml_bulk::links_about("gone")
-    );
+    // The same statement at every call, composed once.
+    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "WITH RECURSIVE doomed(id) AS (SELECT $2::bigint UNION {}), \
+             deleted AS (DELETE FROM kip.propositions WHERE space = $1 AND id = $2) \
+             SELECT id FROM doomed",
+            crate::compile::kml_bulk::LINKS_ABOUT_DOOMED
+        )
+    });
     let rows = spi::query(
-        &sql,
+        &SQL,
         &[space.param(), SqlParam::Int(id)],
         Access::ReadWrite,
     )?;
