@@ -1,5 +1,6 @@
 //! Bulk KML benchmark: UPDATE, DELETE ATTRIBUTES and DELETE CONCEPT … DETACH
-//! over 10,000 and 100,000 matches, one `kip_execute` call each. Prints the
+//! over 10,000 and 100,000 matches, one `kip_execute` call each, and then
+//! a few commands touching few rows of the same spaces (`small_commands`). Prints the
 //! time of each command and the peak private memory of the backend while it
 //! ran (sampled from /proc every 2 ms), to show that the memory does not grow
 //! with the number of matches beyond what Postgres itself needs to update
@@ -92,15 +93,63 @@ fn load(c: &mut Client, space: &str, size: i64) {
     .expect("load the items");
 }
 
+/// The median of `runs` timings of `f(i)`, `i` the run's number.
+fn median(runs: usize, mut f: impl FnMut(usize)) -> Duration {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|i| {
+            let t = Instant::now();
+            f(i);
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+/// Commands that touch a few rows of a large space, where a cost that grew
+/// with the table rather than with the rows touched would show: a DELETE
+/// of one concept (its cascade step once sized a hash table for millions
+/// of links, 50 ms a call), the decay formula over 100 matches (its nested
+/// functions were once copied into the plan at every level), and the
+/// maintenance cycle (its duplicate search once compared names pair by
+/// pair). Medians; rows of a second table.
+fn small_commands(c: &mut Client, space: &str, size: i64) -> Vec<String> {
+    let mut rows = Vec::new();
+    let mut report = |name: &str, runs: usize, t: Duration| {
+        rows.push(format!("| {size} | {name} | {runs} | {:.2} ms |", t.as_secs_f64() * 1000.0));
+    };
+    let t = median(31, |i| {
+        let out = kip(c, &format!(r#"DELETE CONCEPT ?x DETACH WHERE {{ ?x {{type: "Item", name: "item{}"}} }}"#, i + 1), json!({}));
+        assert!(out.get("error").is_none(), "{out}");
+    });
+    report("DELETE CONCEPT DETACH of one named concept", 31, t);
+    let decay = r#"UPDATE ?x SET ATTRIBUTES { score: CLAMP(MUL(COALESCE(?x.attributes.score, 1), 0.95), 0.05, 1) } WHERE { ?x {type: "Item"} } LIMIT 100"#;
+    let t = median(11, |_| {
+        let out = kip(c, decay, json!({}));
+        assert!(out.get("error").is_none(), "{out}");
+    });
+    report("UPDATE with CLAMP(MUL(COALESCE(…))), 100 matches", 11, t);
+    let t = median(3, |_| {
+        c.query_one("SELECT kip_maintenance($1::text)", &[&space]).expect("kip_maintenance");
+    });
+    report("kip_maintenance cycle of the space", 3, t);
+    rows
+}
+
 fn main() {
     let _awake = kip_integration_tests::hold_cpus_awake();
     let mut setup = connect();
     println!("bulk KML: one kip_execute call per command, durable commit; peak = the backend's private memory (RssAnon) while the command ran");
     println!("| matches | command | time | rate | backend peak (before) |");
     println!("|---|---|---|---|---|");
+    let mut small = Vec::new();
     for size in [10_000i64, 100_000] {
         let space = fresh_space(&mut setup, "bench_bulk");
         load(&mut setup, &space, size);
+        {
+            let (mut c, _, _) = backend(&space);
+            small.extend(small_commands(&mut c, &space, size));
+        }
         let (mut c, pid, before) = backend(&space);
         let update = format!("UPDATE kip.concepts SET attributes = attributes || '{{\"level\": 1}}' WHERE space = '{space}' AND type = 'Item'");
         let (done, elapsed, peak) = sampled(pid, || c.batch_execute(&update));
@@ -119,6 +168,13 @@ fn main() {
             eprintln!("  {name}: {}", out["result"]);
         }
         setup.batch_execute(&format!("SELECT kip_drop_space('{space}')")).ok();
+    }
+    println!();
+    println!("small commands on the same spaces (median of the runs)");
+    println!("| items | command | runs | median |");
+    println!("|---|---|---|---|");
+    for row in small {
+        println!("{row}");
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at end: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
