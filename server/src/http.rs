@@ -230,13 +230,19 @@ async fn read_body(
     })
 }
 
-/// In front of `/mcp`: the same authentication, body limit and body
+/// In front of `/mcp`: the same Host check, authentication, body limit and body
 /// timeout as `/kip` (the body, one JSON-RPC message, is read here and
 /// handed on whole); the caller rides in the request's extensions to the
-/// tool handler. Refusals past authentication (the body's 408 and 413,
-/// params that do not fit their method, the MCP service's own refusals)
-/// are JSON-RPC errors.
+/// tool handler. Its refusals other than authentication's 401 (a Host
+/// that is not a loopback name on a loopback listener, the body's 408 and
+/// 413, params that do not fit their method, the MCP service's own
+/// refusals) are JSON-RPC errors.
 async fn authenticate_mcp(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    // The Host first, as on `/kip`, and by the same list: rmcp's own check,
+    // which stays behind it, takes a loopback name with any port.
+    if let Err(reply) = check_host(&state, request.headers()) {
+        return crate::mcp::http::from_reply(reply);
+    }
     let caller: Caller = match state.keys.authenticate(request.headers()) {
         Ok(c) => c,
         Err(reply) => return reply.into_response(),
@@ -248,8 +254,7 @@ async fn authenticate_mcp(State(state): State<Arc<AppState>>, request: Request, 
     };
     let kind = crate::mcp::http::body_kind(&parts.headers, &bytes);
     let mut bytes = bytes;
-    // Only for a Host rmcp would serve: its DNS-rebinding refusal comes first.
-    if kind == crate::mcp::http::BodyKind::Json && check_host(&state, &parts.headers).is_ok() {
+    if kind == crate::mcp::http::BodyKind::Json {
         // A tool call's arguments go to the tool as the client wrote them.
         if let Some((rest, arguments)) = crate::mcp::message::take_arguments(&bytes) {
             bytes = rest.into();

@@ -212,6 +212,49 @@ async fn mcp_refusals_are_jsonrpc_errors() {
     assert_eq!(resp.status().as_u16(), 403);
     let got: Value = resp.json().await.unwrap();
     assert_eq!((&got["id"], &got["error"]["code"]), (&Value::Null, &json!(-32600)), "{got}");
+    // A loopback name with another port than the listener's is another
+    // origin: refused as on /kip.
+    let resp = client()
+        .post(format!("{}/mcp", s.base))
+        .header("host", "localhost:1")
+        .header("accept", both)
+        .header("content-type", "application/json")
+        .body(init.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let got: Value = resp.json().await.unwrap();
+    assert_eq!(got["error"]["data"]["code"], "KIP_3004", "{got}");
+}
+
+/// Both endpoints check the Host before the API key: a rebound page learns
+/// nothing of the key from the answer.
+#[tokio::test]
+async fn the_host_is_checked_before_the_key() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &[], &[("API_KEY", "host-order-key")]).await;
+    for path in ["kip", "mcp"] {
+        let resp = client()
+            .post(format!("{}/{path}", s.base))
+            .header("host", "rebound.example")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 403, "/{path}");
+        let unauthorized = client()
+            .post(format!("{}/{path}", s.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(unauthorized.status().as_u16(), 401, "/{path}");
+    }
 }
 
 /// JSON-RPC as the specification has it: params that do not fit their
