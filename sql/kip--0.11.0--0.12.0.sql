@@ -271,6 +271,14 @@ BEGIN
         PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s of memory space %L: the element is now in memory space %L', id, version, sp, now_in),
             format('Revert it to a version it had in %L (kip_history(%L) lists them), or move it back first.', now_in, id));
     END IF;
+    -- Not in the space, yet its history there ends with no deletion: plain
+    -- SQL moved it to a space the caller cannot read (whose history holds
+    -- the move), or deleted it while kip.history was off. Re-creating it
+    -- would take an id that is not free.
+    IF now_in IS NULL AND last.operation <> 'delete' THEN
+        PERFORM kip.raise_kip('KIP_3003', format('cannot revert %s to version %s: it is no longer in memory space %L, and its history there ends with no deletion', id, version, sp),
+            'It was moved to a memory space you cannot read, or deleted while kip.history was off; an admin of its space now can revert it there.');
+    END IF;
 
     BEGIN
         IF ref.kind = 'concept' AND exists_now THEN
@@ -386,7 +394,9 @@ $$;
 -- Renaming a space moves its whole memory to the new name: like dropping it
 -- (admins only) and taking it over. It takes admin on both names (or
 -- kip_admin); the update policy alone let any writer of a space move it
--- into one the writer administers.
+-- into one the writer administers. A space's creation time says which
+-- history rows its readers see (the policy history_read): only kip_admin
+-- may change it.
 CREATE FUNCTION kip.check_space_rename() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -396,10 +406,15 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'Ask an admin of both spaces, or a member of kip_admin, to rename it.';
     END IF;
+    IF NEW.created_at IS DISTINCT FROM OLD.created_at AND NOT kip.is_admin() THEN
+        RAISE EXCEPTION 'kip: the creation time of memory space % is kept by kip', quote_literal(OLD.name)
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'It says which history rows the space''s readers see; only a member of kip_admin may change it.';
+    END IF;
     RETURN NEW;
 END $$;
-COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without admin on both names (kip internal)';
-CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name ON kip.spaces
+COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without admin on both names, and a change of its creation time without kip_admin (kip internal)';
+CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name, created_at ON kip.spaces
     FOR EACH ROW EXECUTE FUNCTION kip.check_space_rename();
 
 
@@ -576,6 +591,21 @@ BEGIN
     RETURN true;
 END;
 $$;
+
+-- A space's readers see only the history of the space that holds its name
+-- now (see sql/governance.sql).
+DROP POLICY history_read ON kip.history;
+-- A space's readers see the changes made since the space was created: a
+-- space dropped (or renamed away) and created again under the same name by
+-- someone else starts with an empty history for its readers, and a grant
+-- on a name no space has yet shows nothing. The earlier rows stay, for
+-- kip_admin and superusers (an audit trail outlives what it audits). The
+-- EXISTS reads kip.spaces under its own policy (readable spaces only).
+CREATE POLICY history_read ON kip.history FOR SELECT
+    USING ((SELECT kip.is_admin())
+           OR (space = ANY ((SELECT kip.readable_spaces())::text[])
+               AND EXISTS (SELECT 1 FROM kip.spaces s
+                           WHERE s.name = kip.history.space AND s.created_at <= kip.history.changed_at)));
 
 -- Default privileges (ALTER DEFAULT PRIVILEGES) of the role that creates or
 -- updates the extension grant others access to the schema and to every

@@ -401,3 +401,41 @@ fn a_write_into_a_space_dropped_meanwhile_says_so() {
     assert_eq!(out["error"]["code"], "KIP_3002", "{out}");
     assert!(out["error"]["message"].as_str().unwrap().contains("memory space was dropped or renamed"), "{out}");
 }
+
+/// An UPSERT that patches an element by `{id}` while another session
+/// deletes it: once the delete commits, the patch finds no row, and the
+/// UPSERT says so (`KIP_3002`) instead of answering with the id of an
+/// element it wrote nowhere. The same for a link by `(id: …)`.
+#[test]
+fn an_upsert_by_id_of_an_element_deleted_meanwhile_is_an_error() {
+    let space = unique_space("upsdel");
+    let mut deleter = client(&space);
+    ok(kip(
+        &mut deleter,
+        r#"UPSERT {
+            CONCEPT ?t { {type: "$ConceptType", name: "Drug"} }
+            CONCEPT ?p { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { subject_types: ["Drug"], object_types: ["Drug"] } }
+            CONCEPT ?a { {type: "Drug", name: "R1"} SET ATTRIBUTES { v: 1 } }
+            CONCEPT ?b { {type: "Drug", name: "R2"} SET PROPOSITIONS { ("treats", ?a) } }
+        }"#,
+        json!({}),
+    ));
+    let ids = ok(kip(&mut deleter, r#"FIND(?a.id, ?l.id) WHERE { ?a {type: "Drug", name: "R1"} ?l (?b, "treats", ?a) }"#, json!({})));
+    let (concept, link) = (ids[0][0].as_str().unwrap().to_string(), ids[1][0].as_str().unwrap().to_string());
+    let mut observer = connect();
+    for (delete, upsert) in [
+        (r#"DELETE PROPOSITIONS ?l WHERE { ?l (?b, "treats", ?a) }"#.to_string(), format!(r#"UPSERT {{ PROPOSITION ?l {{ (id: "{link}") SET ATTRIBUTES {{ w: 9 }} }} }}"#)),
+        (r#"DELETE CONCEPT ?a DETACH WHERE { ?a {type: "Drug", name: "R1"} }"#.to_string(), format!(r#"UPSERT {{ CONCEPT ?x {{ {{id: "{concept}"}} SET ATTRIBUTES {{ v: 9 }} }} }}"#)),
+    ] {
+        deleter.batch_execute("BEGIN").unwrap();
+        ok(kip(&mut deleter, &delete, json!({})));
+        let mut writer = client(&space);
+        let writer_pid = pid(&mut writer);
+        let writing = std::thread::spawn(move || kip(&mut writer, &upsert, json!({})));
+        wait_until_blocked(&mut observer, writer_pid);
+        deleter.batch_execute("COMMIT").unwrap();
+        let out = writing.join().unwrap();
+        assert_eq!(kip_integration_tests::err_code(&out), "KIP_3002", "{delete}: {out}");
+        assert!(out["error"]["message"].as_str().unwrap().contains("deleted concurrently"), "{out}");
+    }
+}

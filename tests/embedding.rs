@@ -788,3 +788,55 @@ fn experiences_are_found_by_their_goal_and_outcome() {
         assert_eq!(names(&hits).first().map(String::as_str), Some("Experience:2026-09-01T09:00:rotate_keys"), "{probe}: {hits}");
     }
 }
+
+/// The signals Postgres handles (SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2,
+/// SIGALRM, SIGTERM), as bits of a `/proc/…/status` signal mask.
+const POSTGRES_SIGNALS: u64 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 9 | 1 << 11 | 1 << 13 | 1 << 14;
+
+/// The threads of process `pid` other than its main thread, each with its
+/// blocked-signal mask; `None` when the backend's `/proc` cannot be read
+/// (a server on another machine).
+fn other_threads(pid: i32) -> Option<Vec<(String, u64)>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut threads = Vec::new();
+    for task in tasks.flatten() {
+        if task.file_name().to_string_lossy() == pid.to_string() {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+        let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?.trim();
+        threads.push((task.file_name().to_string_lossy().into_owned(), u64::from_str_radix(blocked, 16).ok()?));
+    }
+    Some(threads)
+}
+
+/// The threads the embedding runtime starts in a backend block every signal
+/// Postgres handles: a SIGALRM (kip's command budget, statement_timeout)
+/// handled on one of them ran pgrx's thread check inside the handler,
+/// which aborted the backend and made the postmaster restart the cluster.
+/// Then commands keep timing out cleanly in a backend that searches.
+#[test]
+fn postgres_signals_never_reach_the_embedding_runtime_threads() {
+    let mut c = connect();
+    let space = fresh_space(&mut c, "signals");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Note"} } CONCEPT ?a { {type: "Note", name: "Marathon shoes"} SET ATTRIBUTES { description: "Running shoes for long races." } } }"#, json!({})));
+    embed_space(&mut c, &space);
+    ok(kip(&mut c, r#"SEARCH CONCEPT "training for a marathon" MODE "hybrid""#, json!({})));
+    let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    let Some(threads) = other_threads(pid) else {
+        eprintln!("skipped: /proc/{pid} of the backend cannot be read here");
+        return;
+    };
+    eprintln!("the backend runs {} thread(s) besides its own", threads.len());
+    for (tid, blocked) in &threads {
+        assert_eq!(blocked & POSTGRES_SIGNALS, POSTGRES_SIGNALS, "thread {tid} of backend {pid} takes signals: mask {blocked:x}");
+    }
+    // Budgets that expire anywhere in a SEARCH: each answer is a result or
+    // KIP_4001, on the same connection.
+    for ms in (1..=40).step_by(3) {
+        c.batch_execute(&format!("SET kip.command_timeout = '{ms}ms'")).unwrap();
+        let env = kip(&mut c, r#"SEARCH CONCEPT "shoes for a long race" MODE "hybrid" LIMIT 50"#, json!({}));
+        assert!(env.get("result").is_some() || err_code(&env) == "KIP_4001", "{ms} ms: {env}");
+    }
+    c.batch_execute("RESET kip.command_timeout").unwrap();
+}

@@ -138,6 +138,9 @@ fn a_reader_reads_and_cannot_write() {
     assert!(e.contains("permission denied"), "{e}");
     let e = sql_error(r.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]));
     assert!(e.starts_with("KIP_3004"), "{e}");
+    // Embedding a space's backlog stores vectors in it: refused, not "0 stored".
+    let e = sql_error(r.query_one("SELECT kip_embed_pending(NULL, $1)", &[&space]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
     // Grants, like Postgres ACLs, are visible; changing them is for admins.
     let e = sql_error(r.query_one("SELECT kip_grant($1, $2::name, 'write')", &[&space, &reader]));
     assert!(e.starts_with("KIP_3004"), "{e}");
@@ -1077,6 +1080,75 @@ fn renaming_a_space_takes_admin_on_both_names() {
     assert!(moved > 0);
     drop(w);
     admin.execute("DELETE FROM kip.space_grants WHERE space IN ($1, $2)", &[&space, &taken]).unwrap();
+    drop_role(&mut admin, &writer);
+}
+
+/// A space dropped and created again under the same name is a new space:
+/// whoever holds a grant on the name later sees its history from its
+/// creation on, nothing of the earlier space's (not even before a space of
+/// that name exists), and cannot revert the earlier elements into it. Only
+/// kip_admin may move a space's creation time, which draws that line.
+#[test]
+fn a_dropped_spaces_history_does_not_pass_to_the_next_holder_of_its_name() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_reborn");
+    let ana = concept_id(&mut admin, &space, "Ana");
+    assert!(admin.query_one("SELECT kip_drop_space($1)", &[&space]).unwrap().get::<_, bool>(0));
+    let heir = login_role(&mut admin, "heir", "kip_writer");
+    assert!(grant(&mut admin, &space, &heir, "admin"));
+    let mut h = connect_as(&heir, DB);
+    let feed = "SELECT count(*) FROM kip_changes('-infinity', $1)";
+    assert_eq!(count(&mut h, feed, &space), 0, "the history of a space that does not exist");
+    assert!(sql_error(h.query_one("SELECT kip_history($1)", &[&format!("C:{ana}")])).contains("no history"));
+    // The heir creates the space anew and writes in it.
+    ok(kip_in(&mut h, &space, &upsert(r#"CONCEPT ?c { {type: "Person", name: "Cy"} SET ATTRIBUTES { person_class: "Human" } }"#)));
+    let seen: Vec<String> = h
+        .query("SELECT DISTINCT id FROM kip_changes('-infinity', $1)", &[&space])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!seen.is_empty(), "the new space's own changes are seen");
+    assert!(!seen.contains(&format!("C:{ana}")), "the dropped space's element: {seen:?}");
+    let no_secret: i64 = h
+        .query_one("SELECT count(*) FROM kip.history WHERE space = $1 AND before::text LIKE '%zebra%'", &[&space])
+        .unwrap()
+        .get(0);
+    assert_eq!(no_secret, 0);
+    let e = sql_error(h.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]));
+    assert!(e.contains("no history"), "{e}");
+    // Only kip_admin moves the creation time back.
+    let e = sql_error(h.execute("UPDATE kip.spaces SET created_at = '-infinity' WHERE name = $1", &[&space]));
+    assert!(e.contains("creation time"), "{e}");
+    // The earlier rows stay for the audit.
+    let kept: i64 = admin
+        .query_one("SELECT count(*) FROM kip.history WHERE space = $1 AND element_id = $2", &[&space, &ana])
+        .unwrap()
+        .get(0);
+    assert!(kept >= 2, "insert and delete of the dropped space's element: {kept}");
+    drop(h);
+    admin.execute("DELETE FROM kip.space_grants WHERE space = $1", &[&space]).unwrap();
+    drop_role(&mut admin, &heir);
+}
+
+/// An element moved by plain SQL to a space a writer of its first space
+/// cannot read: reverting it there is a KIP error that says so, not the
+/// id check's raw refusal (re-creating it would take an id in use).
+#[test]
+fn reverting_an_element_moved_out_of_sight_says_so() {
+    let mut admin = superuser();
+    let space = seeded_space(&mut admin, "gov_moved");
+    let away = seeded_space(&mut admin, "gov_moved_to");
+    let ana = concept_id(&mut admin, &space, "Ana");
+    admin.execute("DELETE FROM kip.propositions WHERE space = $1", &[&space]).unwrap();
+    admin.execute("UPDATE kip.concepts SET space = $2, name = 'Ana moved' WHERE id = $1", &[&ana, &away]).unwrap();
+    let writer = login_role(&mut admin, "mover", "kip_writer");
+    assert!(grant(&mut admin, &space, &writer, "write"));
+    let mut w = connect_as(&writer, DB);
+    let e = sql_error(w.query_one("SELECT kip_revert($1, 1)", &[&format!("C:{ana}")]));
+    assert!(e.starts_with("KIP_3003") && e.contains("no longer in memory space"), "{e}");
+    drop(w);
+    admin.execute("DELETE FROM kip.space_grants WHERE space = $1", &[&space]).unwrap();
     drop_role(&mut admin, &writer);
 }
 

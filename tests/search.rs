@@ -90,7 +90,9 @@ fn with_type_threshold_limit_and_modes() {
     }
     assert_eq!(err_code(&kip(&mut c, r#"SEARCH CONCEPT "  ""#, json!({}))), "KIP_1001");
     // Invisible format characters are no words either.
-    for invisible in ["\u{200B}", " \u{FEFF} ", "\u{200E}\u{200F}"] {
+    for invisible in
+        ["\u{200B}", " \u{FEFF} ", "\u{200E}\u{200F}", "\u{1}\u{2}", "\u{34F}", "\u{FE0F}", "\u{2800}", "\u{3164}", "\u{115F}", "\u{E0041}"]
+    {
         assert_eq!(err_code(&kip(&mut c, "SEARCH CONCEPT :q", json!({"q": invisible}))), "KIP_1001", "{invisible:?}");
     }
     // Available on the read-only entry point.

@@ -50,9 +50,11 @@ async fn main() -> ExitCode {
 
 /// Logs go to stderr in every mode: stdout is the MCP channel of `kip-server mcp`.
 /// `KIP_LOG_FORMAT=json` gives one JSON object per line; `RUST_LOG` filters.
+/// By default rmcp says only warnings: it logged three INFO lines for every
+/// stateless `/mcp` request (its service starting, serving and stopping).
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if std::env::var("KIP_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().flatten_event(true).init();

@@ -384,7 +384,10 @@ impl RequestLog {
         if self.inner.schema_ready.load(Ordering::Acquire) {
             return Ok(());
         }
-        let sql = format!("BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;");
+        // Without the "already exists, skipping" notices at every start.
+        let sql = format!(
+            "BEGIN; SET LOCAL client_min_messages = warning; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA} COMMIT;"
+        );
         if let Err(e) = client.batch_execute(&sql).await {
             // A failed script leaves the connection inside an aborted transaction.
             let _ = client.batch_execute("ROLLBACK").await;

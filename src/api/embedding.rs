@@ -50,7 +50,16 @@ fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<
         )
         .with_hint("With the external provider, read kip.embedding_backlog and call kip_set_embedding(id, vector)."));
     }
-    subxact::with_pinned_settings(&[], || backfill::embed_pending(max.map(i64::from), space.as_ref().map(|s| s.name()))).unwrap_or_else(|e| raise(e))
+    subxact::with_pinned_settings(&[], || {
+        // A named space the caller may not write is refused, as by
+        // kip_maintenance: row-level security would store nothing, and the
+        // answer 0 read as "nothing waits".
+        if let Some(space) = &space {
+            crate::governance::access::require(space, crate::governance::access::Privilege::Write)?;
+        }
+        backfill::embed_pending(max.map(i64::from), space.as_ref().map(|s| s.name()))
+    })
+    .unwrap_or_else(|e| raise(e))
 }
 
 /// Store an application's vector for an element of the current space.

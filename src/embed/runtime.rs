@@ -74,7 +74,14 @@ pub fn ensure_loaded() -> Result<(), String> {
     MODEL.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            let loaded = load(&ModelFiles::from_settings());
+            // ONNX Runtime and the tokenizer start threads of their own
+            // while loading, which live as long as the backend and inherit
+            // the mask of the thread that starts them: with Postgres's
+            // signals open, a SIGALRM or SIGINT could run the backend's
+            // handler on one of them, where pgrx's FFI guard aborts the
+            // process (and the postmaster restarts the whole cluster).
+            let files = ModelFiles::from_settings();
+            let loaded = with_signals_blocked(|| load(&files));
             if let Err(reason) = &loaded {
                 pgrx::log!("kip: the embedding model is not available, semantic search falls back to keyword: {reason}");
             }
@@ -142,8 +149,13 @@ pub fn embed(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let Some(Ok(model)) = slot.as_mut() else {
             return Err("the embedding model is not loaded".to_string());
         };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(texts)))
-            .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
+        // Blocked as while loading: a thread the runtime would start lazily
+        // inherits a closed mask. The signals that arrive meanwhile are
+        // handled when the mask is restored.
+        with_signals_blocked(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(texts)))
+                .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
+        })
     })
 }
 
@@ -219,6 +231,19 @@ fn restore_signals(saved: &SigSet) {
     unsafe {
         pthread_sigmask(SIG_SETMASK, saved, std::ptr::null_mut());
     }
+}
+
+/// Run `f` with every signal blocked in the calling thread, and restore the
+/// mask afterwards, also when `f` unwinds.
+fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(SigSet);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            restore_signals(&self.0);
+        }
+    }
+    let _restore = Restore(block_signals());
+    f()
 }
 
 impl Model {

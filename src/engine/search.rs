@@ -17,11 +17,20 @@ const DEFAULT_SEARCH_LIMIT: u64 = 10;
 /// something; the embedding model reads 256 tokens at most anyway.
 pub const MAX_TERM_CHARS: usize = 1000;
 
-/// A format character that shows nothing (zero-width space and joiners,
-/// direction marks and embeddings, word joiner, byte-order mark, soft
-/// hyphen): a term of only these and spaces is empty, as one of spaces is.
+/// A character that shows nothing: control characters, format characters
+/// (zero-width space and joiners, direction marks and embeddings, word
+/// joiner, byte-order mark, soft hyphen, tags), the combining grapheme
+/// joiner, variation selectors, and the blank letters (Hangul fillers,
+/// Braille blank). A term of only these and spaces is empty, as one of
+/// spaces is: the model would embed it as the empty text and answer its
+/// nearest neighbours.
 fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
+            | '\u{2800}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}')
 }
 
 fn unbound(what: &str) -> KipError {

@@ -139,16 +139,23 @@ pub fn concept_create(space: &Space, type_name: &str, name: &str, attrs: &JsonMa
     Ok(first_id(rows))
 }
 
-/// Shallow-merge attributes and metadata into an existing concept.
+/// Shallow-merge attributes and metadata into an existing concept. The row
+/// was read before, without a lock: a transaction that deleted it since
+/// (the UPDATE waited for it to commit, then found nothing) makes this
+/// `KIP_3002`, not a success that wrote nowhere.
 pub fn concept_patch(space: &Space, id: i64, attrs: &JsonMap, meta: &JsonMap) -> Result<(), KipError> {
     if attrs.is_empty() && meta.is_empty() {
         return Ok(());
     }
-    spi::execute(
+    let updated = spi::execute(
         "UPDATE kip.concepts SET attributes = attributes || $3, metadata = metadata || $4 WHERE space = $1 AND id = $2",
         &[space.param(), SqlParam::Int(id), json(attrs), json(meta)],
         Access::ReadWrite,
     )?;
+    if updated == 0 {
+        return Err(KipError::new(kip_lang::ErrorCode::NotFound, format!("concept C:{id} was deleted concurrently; nothing was written"))
+            .with_hint("Another session deleted it while this command ran; look it up again before writing to it."));
+    }
     Ok(())
 }
 
@@ -273,15 +280,22 @@ pub fn proposition_create(space: &Space, s: ElementRef, predicate: &str, o: Elem
     Ok(first_id(SQL.with(|sql| spi::query(sql, &params, Access::ReadWrite))?))
 }
 
-/// Shallow-merge attributes and metadata into an existing proposition.
+/// Shallow-merge attributes and metadata into an existing proposition. The row
+/// was read before, without a lock: a transaction that deleted it since
+/// (the UPDATE waited for it to commit, then found nothing) makes this
+/// `KIP_3002`, not a success that wrote nowhere.
 pub fn proposition_patch(space: &Space, id: i64, attrs: &JsonMap, meta: &JsonMap) -> Result<(), KipError> {
     if attrs.is_empty() && meta.is_empty() {
         return Ok(());
     }
-    spi::execute(
+    let updated = spi::execute(
         "UPDATE kip.propositions SET attributes = attributes || $3, metadata = metadata || $4 WHERE space = $1 AND id = $2",
         &[space.param(), SqlParam::Int(id), json(attrs), json(meta)],
         Access::ReadWrite,
     )?;
+    if updated == 0 {
+        return Err(KipError::new(kip_lang::ErrorCode::NotFound, format!("proposition P:{id} was deleted concurrently; nothing was written"))
+            .with_hint("Another session deleted it while this command ran; look it up again before writing to it."));
+    }
     Ok(())
 }

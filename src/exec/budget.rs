@@ -61,13 +61,24 @@ static TIMEOUT_ID: AtomicI32 = AtomicI32::new(-1);
 /// Set by the timeout handler; read when a cancel is caught.
 static EXPIRED: AtomicBool = AtomicBool::new(false);
 
-/// Runs in the SIGALRM handler: only async-signal-safe work.
+extern "C" {
+    /// Postgres's `SetLatch`, declared here without pgrx's guard: pgrx
+    /// checks that its FFI is called from the backend's thread, and a
+    /// failed check in a signal handler aborts the process.
+    #[link_name = "SetLatch"]
+    fn set_latch_unguarded(latch: *mut pg_sys::Latch);
+}
+
+/// Runs in the SIGALRM handler: only async-signal-safe work, and nothing
+/// that needs the backend's thread (kip blocks Postgres's signals in the
+/// threads it and the embedding runtime start, but a handler must never be
+/// the place a thread check fails).
 unsafe extern "C-unwind" fn on_timeout() {
     EXPIRED.store(true, Ordering::SeqCst);
     unsafe {
         pg_sys::QueryCancelPending = 1;
         pg_sys::InterruptPending = 1;
-        pg_sys::SetLatch(pg_sys::MyLatch);
+        set_latch_unguarded(pg_sys::MyLatch);
     }
 }
 

@@ -97,13 +97,16 @@ fn taking_part(keyword: &[Hit]) -> impl Iterator<Item = &Hit> {
 
 /// The fused hits whose evidence reaches `threshold`: the keyword score
 /// (of a hit above the fusion's floor) or the semantic similarity, the
-/// larger. With no THRESHOLD (0) every hit stays.
+/// larger. With no THRESHOLD (0) every hit with some evidence stays: one
+/// the semantic ranking proposed with a cosine of 0 or less (no likeness)
+/// is dropped, as the semantic and keyword modes drop their hits of score
+/// 0, though rank fusion gave it a positive fused score.
 pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit], threshold: f64) -> Vec<Hit> {
-    if threshold <= 0.0 {
-        return fused;
-    }
     let evidence = evidence_of(keyword, semantic);
-    fused.into_iter().filter(|h| evidence.get(&h.id).is_some_and(|e| super::load::round4(*e) >= threshold)).collect()
+    fused
+        .into_iter()
+        .filter(|h| evidence.get(&h.id).is_some_and(|&e| e > 0.0 && (threshold <= 0.0 || super::load::round4(e) >= threshold)))
+        .collect()
 }
 
 /// Each hit's evidence: its keyword score (above the fusion's floor) or its
@@ -216,6 +219,18 @@ mod tests {
         let kept = keep_evidence_at_least(fused.clone(), &kw, &sem, 0.45);
         assert_eq!(kept.iter().map(|h| h.id).collect::<Vec<_>>(), vec![3]);
         assert_eq!(keep_evidence_at_least(fused.clone(), &kw, &sem, 0.0).len(), fused.len());
+    }
+
+    #[test]
+    fn a_hit_of_no_likeness_is_dropped_without_a_threshold_too() {
+        // 2 and 3 only the semantic ranking proposed, with cosines 0 and -0.2.
+        let kw = vec![hit(1, 0.4)];
+        let sem = vec![hit(1, 0.3), hit(2, 0.0), hit(3, -0.2)];
+        for method in [Fusion::Rrf, Fusion::Weighted] {
+            let fused = fuse(&kw, &sem, method);
+            let kept = keep_evidence_at_least(fused, &kw, &sem, 0.0);
+            assert_eq!(kept.iter().map(|h| h.id).collect::<Vec<_>>(), vec![1], "{method:?}");
+        }
     }
 
     #[test]
