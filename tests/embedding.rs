@@ -497,6 +497,12 @@ fn the_external_provider_stores_and_searches_application_vectors() {
         let v: Vec<f32> = vec![tiny_or_huge; 384];
         assert!(c.query_one("SELECT kip_set_embedding($1, $2)", &[&ids[0], &v]).is_err(), "{tiny_or_huge}");
     }
+    // 384 numbers in two rows are no vector.
+    let e = c.query_one("SELECT kip_set_embedding($1, array_fill(0.05::real, ARRAY[2, 192]))", &[&ids[0]]).unwrap_err();
+    assert!(format!("{e:?}").contains("2 × 192 array"), "{e:?}");
+    let out: Value =
+        c.query_one("SELECT kip_search('SEARCH CONCEPT \"x\"', array_fill(0.05::real, ARRAY[2, 192]))", &[]).unwrap().get(0);
+    assert_eq!(out["error"]["code"], "KIP_1001", "{out}");
     // NULL arguments of kip_search are KIP errors in the envelope.
     let none: Option<Vec<f32>> = None;
     let out: Value = c.query_one("SELECT kip_search('SEARCH CONCEPT \"x\"', $1)", &[&none]).unwrap().get(0);

@@ -141,6 +141,9 @@ fn a_reader_reads_and_cannot_write() {
     // Embedding a space's backlog stores vectors in it: refused, not "0 stored".
     let e = sql_error(r.query_one("SELECT kip_embed_pending(NULL, $1)", &[&space]));
     assert!(e.starts_with("KIP_3004"), "{e}");
+    r.execute("SELECT set_config('kip.space', $1, false)", &[&space]).unwrap();
+    let e = sql_error(r.query_one("SELECT kip_set_embedding($1, array_fill(0.05::real, ARRAY[384]))", &[&format!("C:{ana}")]));
+    assert!(e.starts_with("KIP_3004"), "{e}");
     // Grants, like Postgres ACLs, are visible; changing them is for admins.
     let e = sql_error(r.query_one("SELECT kip_grant($1, $2::name, 'write')", &[&space, &reader]));
     assert!(e.starts_with("KIP_3004"), "{e}");
@@ -844,9 +847,16 @@ fn retention_prunes_old_history_in_batches() {
     let none: i64 = c.query_one("SELECT kip_prune_history()", &[]).unwrap().get(0);
     assert_eq!(none, 0, "an empty retention keeps everything");
     // A value that is no interval is named as such.
-    c.batch_execute("SET kip.history_retention = 'ninety days'").unwrap();
-    let e = sql_error(c.query_one("SELECT kip_prune_history()", &[]));
-    assert!(e.starts_with("KIP_1001") && e.contains("kip.history_retention"), "{e}");
+    // Not an interval, a negative one (whose cut in the future deleted the
+    // whole history), and one past any timestamp: refused, nothing pruned.
+    let before: i64 = c.query_one("SELECT count(*) FROM kip.history", &[]).unwrap().get(0);
+    for value in ["ninety days", "-1 days", "1 day -2 days", "0 days", "100000000 years"] {
+        c.batch_execute(&format!("SET kip.history_retention = '{value}'")).unwrap();
+        let e = sql_error(c.query_one("SELECT kip_prune_history()", &[]));
+        assert!(e.starts_with("KIP_1001") && e.contains("kip.history_retention"), "{value}: {e}");
+    }
+    let after: i64 = c.query_one("SELECT count(*) FROM kip.history", &[]).unwrap().get(0);
+    assert!(after >= before, "{before} -> {after}");
     c.batch_execute("SET kip.history_retention = ''").unwrap();
     c.execute("DELETE FROM kip.history WHERE space = $1", &[&space]).unwrap();
     let mut admin = superuser();

@@ -676,3 +676,25 @@ fn saved_plans_stay_within_their_memory_budget() {
     }
     assert!(peak < 96 << 20, "the saved plans held {} MB", peak >> 20);
 }
+
+/// kip's trigger functions called as plain functions refuse as PL/pgSQL's
+/// do (0A000), not with an internal error; parameters that are no object
+/// get a hint about parameters.
+#[test]
+fn trigger_functions_and_odd_parameters_are_refused_plainly() {
+    let mut c = connect();
+    for function in ["kip.touch_concept()", "kip.spaces_changed()", "kip.check_element_id()", "kip.concepts_history()"] {
+        let e = c.query_one(&format!("SELECT {function}"), &[]).expect_err(function);
+        let code = e.as_db_error().map(|d| d.code().code().to_string()).unwrap_or_default();
+        assert_eq!(code, "0A000", "{function}: {e:?}");
+    }
+    fresh_space(&mut c, "odd_params");
+    for params in ["[]", "1", "\"x\""] {
+        let out: Value = c
+            .query_one("SELECT kip_execute('DESCRIBE PRIMER', $1::text::jsonb)", &[&params])
+            .unwrap()
+            .get(0);
+        assert_eq!(err_code(&out), "KIP_1001", "{out}");
+        assert!(out["error"]["hint"].as_str().unwrap().contains("placeholder"), "{params}: {out}");
+    }
+}

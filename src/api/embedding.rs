@@ -8,6 +8,7 @@
 //! | `kip_search(command text, query_embedding real[], parameters jsonb DEFAULT '{}') → jsonb` | run a SEARCH with the application's query vector |
 //! | `kip_embedding_status() → jsonb` | provider, model, availability and backlog size |
 
+use super::vector_arg::VectorArg;
 use crate::embed::{self, backfill, check_vector, settings};
 use crate::engine::envelope;
 use crate::compile::ids::ElementKind;
@@ -66,7 +67,7 @@ fn kip_embed_pending(max: default!(Option<i32>, "NULL"), space: default!(Option<
 /// Returns false when the element does not exist. Whatever the element's
 /// text is now: the three-argument form is the safe one.
 #[pg_extern(volatile, parallel_unsafe)]
-fn kip_set_embedding(id: &str, embedding: Vec<Option<f32>>) -> bool {
+fn kip_set_embedding(id: &str, embedding: VectorArg) -> bool {
     crate::exec::pg_error::refuse_writes_here();
     subxact::with_pinned_settings(&[], || set_embedding(id, embedding, None)).unwrap_or_else(|e| raise(e))
 }
@@ -79,20 +80,20 @@ fn kip_set_embedding(id: &str, embedding: Vec<Option<f32>>) -> bool {
 /// check, a vector of the old text, stored after an agent changed it,
 /// took the element out of the backlog for good.
 #[pg_extern(name = "kip_set_embedding", volatile, parallel_unsafe)]
-fn kip_set_embedding_for_text(id: &str, embedding: Vec<Option<f32>>, grounding_text: &str) -> bool {
+fn kip_set_embedding_for_text(id: &str, embedding: VectorArg, grounding_text: &str) -> bool {
     crate::exec::pg_error::refuse_writes_here();
     subxact::with_pinned_settings(&[], || set_embedding(id, embedding, Some(grounding_text))).unwrap_or_else(|e| raise(e))
 }
 
-fn set_embedding(id: &str, embedding: Vec<Option<f32>>, grounding_text: Option<&str>) -> Result<bool, KipError> {
-    let vector: Vec<f32> = embedding
-        .into_iter()
-        .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the embedding contains NULL").with_hint("Every component must be a number.")))
-        .collect::<Result<_, _>>()?;
+fn set_embedding(id: &str, embedding: VectorArg, grounding_text: Option<&str>) -> Result<bool, KipError> {
+    let vector = embedding.components("the embedding")?;
     check_vector(&vector, "the embedding")?;
     let parsed = ids::parse(id)?;
     let Some(row) = parsed.id else { return Ok(false) };
     let space = space::current()?;
+    // Storing a vector writes the element: a reader is told so, not
+    // refused by the table's privileges.
+    crate::governance::access::require(&space, crate::governance::access::Privilege::Write)?;
     let vector_type = extensions::vector_type()?;
     let mut params = vec![space.param(), SqlParam::Int(row), SqlParam::RealArray(vector)];
     let mut sql = match parsed.kind {
@@ -117,7 +118,7 @@ fn set_embedding(id: &str, embedding: Vec<Option<f32>>, grounding_text: Option<&
 #[pg_extern(stable, parallel_unsafe)]
 fn kip_search(
     command: Option<&str>,
-    query_embedding: Option<Vec<Option<f32>>>,
+    query_embedding: Option<VectorArg>,
     parameters: default!(Option<super::jsonb_arg::JsonbArg>, "'{}'"),
 ) -> JsonB {
     // NULL arguments are KIP errors in the envelope, as kip_execute's are.
@@ -135,13 +136,10 @@ fn kip_search(
 
 fn search_with_vector(
     command: &str,
-    query_embedding: Vec<Option<f32>>,
+    query_embedding: VectorArg,
     parameters: Option<serde_json::Value>,
 ) -> Result<envelope::Outcome, KipError> {
-    let vector: Vec<f32> = query_embedding
-        .into_iter()
-        .map(|x| x.ok_or_else(|| KipError::new(ErrorCode::InvalidSyntax, "the query embedding contains NULL").with_hint("Every component must be a number.")))
-        .collect::<Result<_, _>>()?;
+    let vector = query_embedding.components("the query embedding")?;
     check_vector(&vector, "the query embedding")?;
     let request = crate::engine::request::single(command, parameters.unwrap_or_else(|| json!({})))?;
     // Parsed as kip_execute parses, so that any command other than one

@@ -10,8 +10,6 @@
 //! the limit.
 
 use kip_lang::{ErrorCode, KipError};
-use pgrx::callconv::{Arg, ArgAbi};
-use pgrx::nullable::Nullable;
 use pgrx::pg_sys;
 use pgrx::pgrx_sql_entity_graph::metadata::{
     ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
@@ -93,16 +91,25 @@ impl FromDatum for JsonbArg {
     }
 }
 
-unsafe impl<'fcx> ArgAbi<'fcx> for JsonbArg {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum().unwrap_or_else(|| panic!("argument {index} must not be null")) }
-    }
+/// pgrx's argument ABI for a type that implements `FromDatum`: read through
+/// `from_datum`, NULL as `None`.
+macro_rules! arg_abi_from_datum {
+    ($type:ty) => {
+        unsafe impl<'fcx> pgrx::callconv::ArgAbi<'fcx> for $type {
+            unsafe fn unbox_arg_unchecked(arg: pgrx::callconv::Arg<'_, 'fcx>) -> Self {
+                let index = arg.index();
+                unsafe { arg.unbox_arg_using_from_datum().unwrap_or_else(|| panic!("argument {index} must not be null")) }
+            }
 
-    unsafe fn unbox_nullable_arg(arg: Arg<'_, 'fcx>) -> Nullable<Self> {
-        unsafe { arg.unbox_arg_using_from_datum().into() }
-    }
+            unsafe fn unbox_nullable_arg(arg: pgrx::callconv::Arg<'_, 'fcx>) -> pgrx::nullable::Nullable<Self> {
+                unsafe { arg.unbox_arg_using_from_datum().into() }
+            }
+        }
+    };
 }
+pub(crate) use arg_abi_from_datum;
+
+arg_abi_from_datum!(JsonbArg);
 
 unsafe impl SqlTranslatable for JsonbArg {
     const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(JsonbArg);

@@ -10,6 +10,7 @@
 mod embedding;
 pub mod jsonb_arg;
 pub mod jsonb_ret;
+pub mod vector_arg;
 
 use crate::bootstrap::spaces;
 use crate::engine::{self, envelope, request};

@@ -49,7 +49,14 @@ fn parameters_of(value: Option<&Value>, field: &str) -> Result<Map<String, Value
 pub fn single(command: &str, parameters: Value) -> Result<Request, KipError> {
     let parameters = match parameters {
         Value::Object(map) => map,
-        other => parameters_of(Some(&other), "parameters")?,
+        Value::Null => Map::new(),
+        other => {
+            return Err(KipError::new(
+                ErrorCode::InvalidSyntax,
+                format!("the parameters must be an object of placeholder values, got {}", kip_lang::json_kind(&other)),
+            )
+            .with_hint("Pass the values by placeholder name, e.g. '{\"name\": \"Aspirin\"}' for :name; '{}' when there are none."))
+        }
     };
     Ok(Request {
         commands: vec![CommandRequest { command: command.to_string(), parameters }],

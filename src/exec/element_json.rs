@@ -131,7 +131,11 @@ impl Builder {
     unsafe fn metadata_object(&mut self, args: &Args, first: usize) -> *mut pg_sys::JsonbValue {
         let stored = args.jsonb(first);
         if (*stored).header & JB_FOBJECT == 0 {
-            pgrx::error!("kip: stored metadata is not a JSON object");
+            pgrx::ereport!(
+                pgrx::PgLogLevel::ERROR,
+                pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                "kip: the metadata is not a JSON object"
+            );
         }
         self.begin();
         let mut it = pg_sys::JsonbIteratorInit(stored);

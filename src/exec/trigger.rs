@@ -12,7 +12,12 @@ use std::ffi::CStr;
 pub(crate) unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, name: &str) -> *const pg_sys::TriggerData {
     let trigger = (*fcinfo).context as *const pg_sys::TriggerData;
     if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-        pgrx::error!("{name}() must be called as a trigger");
+        // As PL/pgSQL says it (feature_not_supported), not an internal error.
+        pgrx::ereport!(
+            pgrx::PgLogLevel::ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{name}() must be called as a trigger")
+        );
     }
     trigger
 }

@@ -139,7 +139,11 @@ unsafe fn fired_on_recorded_table(trigger: *const pg_sys::TriggerData, kind: Kin
 unsafe fn record(fcinfo: pg_sys::FunctionCallInfo, kind: Kind) -> pg_sys::Datum {
     let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
     if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-        pgrx::error!("kip: a history function must be called as a trigger");
+        pgrx::ereport!(
+            pgrx::PgLogLevel::ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "kip: a history function must be called as a trigger"
+        );
     }
     let nothing = pg_sys::Datum::from(0usize);
     // Not recorded: kip.history off, or a pg_dump/pg_restore session (those

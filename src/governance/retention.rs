@@ -22,10 +22,27 @@ pub fn prune(max: i64) -> Result<i64, KipError> {
     // The setting is text, checked here rather than when it is set: a
     // value that is no interval is named as such (it surfaced as an
     // internal datetime error of the DELETE below).
-    let valid = subxact::run_isolated(|| spi::query_scalar("SELECT $1::interval IS NOT NULL", &[SqlParam::Text(retention.clone())], Access::ReadOnly));
-    if valid.is_err() {
-        return Err(KipError::new(ErrorCode::InvalidSyntax, format!("kip.history_retention = {retention:?} is not an interval"))
-            .with_hint("Set it to an interval such as '90 days', or to '' or 0 to keep the history for ever."));
+    // A negative interval put the cut in the future and deleted the whole
+    // history; one so large that the cut is before any timestamp failed
+    // as an internal datetime overflow.
+    let valid = subxact::run_isolated(|| {
+        spi::query_scalar(
+            "SELECT $1::interval > interval '0' AND now() - $1::interval > '-infinity'::timestamptz",
+            &[SqlParam::Text(retention.clone())],
+            Access::ReadOnly,
+        )
+    });
+    let hint = "Set it to a positive interval such as '90 days', or to '' or 0 to keep the history for ever.";
+    match valid {
+        Err(_) => {
+            return Err(KipError::new(ErrorCode::InvalidSyntax, format!("kip.history_retention = {retention:?} is not an interval, or one too large"))
+                .with_hint(hint))
+        }
+        Ok(serde_json::Value::Bool(true)) => {}
+        Ok(_) => {
+            return Err(KipError::new(ErrorCode::InvalidSyntax, format!("kip.history_retention = {retention:?} is not a positive interval"))
+                .with_hint(hint))
+        }
     }
     let n = spi::query_scalar(
         "WITH doomed AS (
