@@ -121,6 +121,9 @@ impl Keys {
         // The key is checked before anything else the request says, so a
         // caller without a valid key learns nothing but 401.
         let key = if self.enabled() {
+            if headers.get_all(axum::http::header::AUTHORIZATION).iter().nth(1).is_some() {
+                return Err(unauthorized("the Authorization header is repeated"));
+            }
             let token = bearer_token(headers).ok_or_else(|| unauthorized("missing API key"))?;
             let key = self
                 .keys
@@ -132,6 +135,11 @@ impl Keys {
         } else {
             None
         };
+        // Repeated, the header would say two things; which one counts
+        // should not depend on the proxies on the way.
+        if headers.get_all(SPACE_HEADER).iter().nth(1).is_some() {
+            return Err(Reply::bad_request("the X-KIP-Space header is repeated", "Send X-KIP-Space once."));
+        }
         let requested_space = match headers.get(SPACE_HEADER) {
             // An empty header is no choice (a client templating the header
             // from an unset variable): the default space, or the key's.

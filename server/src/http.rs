@@ -144,8 +144,13 @@ fn kip_request(bytes: &[u8]) -> Result<(String, Params), Reply> {
     Ok((method, params))
 }
 
-/// On a loopback listener, only the loopback Host names ([`allowed_hosts`]).
+/// One Host header; on a loopback listener, only the loopback Host names
+/// ([`allowed_hosts`]).
 fn check_host(state: &AppState, headers: &HeaderMap) -> Result<(), Reply> {
+    // RFC 9112 §3.2: a request with more than one Host is refused.
+    if headers.get_all(header::HOST).iter().nth(1).is_some() {
+        return Err(Reply::bad_request("the Host header is repeated", "Send Host once."));
+    }
     let Some(hosts) = &state.allowed_hosts else { return Ok(()) };
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
     if hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {

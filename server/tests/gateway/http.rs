@@ -470,3 +470,47 @@ async fn a_client_that_half_closes_still_gets_its_answer() {
         assert!(answer.contains("\"result\""), "{version}: {answer:?}");
     }
 }
+
+/// POST `body` to `path` over a raw socket with the extra header lines
+/// `headers` (each "Name: value"), as given, repeats included.
+fn raw_with_headers(addr: std::net::SocketAddr, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let mut head = format!("POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
+}
+
+/// A header that says which caller, space or host a request is for is
+/// sent once: repeated, which value counts would depend on the proxies on
+/// the way (the first one counted).
+#[tokio::test]
+async fn repeated_headers_that_decide_who_and_where_are_refused() {
+    let url = db_or_skip!();
+    let s = Server::start(&url, &[], &[("API_KEY", "repeat-header-key")]).await;
+    let addr = s.addr();
+    let host = format!("Host: {addr}");
+    let key = "Authorization: Bearer repeat-header-key";
+    let body = json!({"method": "execute_kip", "params": {"command": "DESCRIBE PRIMER"}}).to_string();
+    let (ok, _) = raw_with_headers(addr, "/kip", &[&host, key], &body);
+    assert_eq!(ok, 200);
+    for path in ["/kip", "/mcp"] {
+        let (status, answer) = raw_with_headers(addr, path, &[&host, &host, key], &body);
+        assert_eq!(status, 400, "{path} repeated Host: {answer}");
+        let (status, answer) = raw_with_headers(addr, path, &[&host, key, "Authorization: Bearer other-key-123"], &body);
+        assert_eq!(status, 401, "{path} repeated Authorization: {answer}");
+        assert!(answer.contains("repeated"), "{answer}");
+    }
+    let (status, answer) = raw_with_headers(addr, "/kip", &[&host, key, "X-KIP-Space: a", "X-KIP-Space: b"], &body);
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("X-KIP-Space header is repeated"), "{answer}");
+}
