@@ -439,3 +439,25 @@ fn an_upsert_by_id_of_an_element_deleted_meanwhile_is_an_error() {
         assert!(out["error"]["message"].as_str().unwrap().contains("deleted concurrently"), "{out}");
     }
 }
+
+/// A REPEATABLE READ transaction reads a space another session dropped
+/// after its snapshot: that read is not remembered as "the space is
+/// ready", so once it commits the same session writes into the name as
+/// into a new space (it failed with KIP_2001 for the rest of the
+/// connection: `$ConceptType` not registered).
+#[test]
+fn a_repeatable_read_of_a_space_dropped_meanwhile_is_not_remembered() {
+    let space = unique_space("rrdrop");
+    let mut reader = client(&space);
+    ok(kip(&mut reader, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Widget"} } CONCEPT ?w { {type: "Widget", name: "W1"} } }"#, json!({})));
+    let mut dropper = connect();
+    reader.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1").unwrap();
+    let dropped: bool = dropper.query_one("SELECT kip_drop_space($1)", &[&space]).unwrap().get(0);
+    assert!(dropped);
+    let seen = ok(kip(&mut reader, r#"FIND(?w.name) WHERE { ?w {type: "Widget"} }"#, json!({})));
+    assert_eq!(seen, json!(["W1"]), "the snapshot predates the drop");
+    reader.batch_execute("COMMIT").unwrap();
+    ok(kip(&mut reader, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Gadget"} } CONCEPT ?g { {type: "Gadget", name: "G1"} } }"#, json!({})));
+    let found = ok(kip(&mut reader, r#"FIND(?g.name) WHERE { ?g {type: "Gadget"} }"#, json!({})));
+    assert_eq!(found, json!(["G1"]));
+}

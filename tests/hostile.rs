@@ -698,3 +698,47 @@ fn trigger_functions_and_odd_parameters_are_refused_plainly() {
         assert!(out["error"]["hint"].as_str().unwrap().contains("placeholder"), "{params}: {out}");
     }
 }
+
+/// A KIP command run by a trigger that a KIP command fired, in a backend
+/// whose plan cache fills up meanwhile (1,152 distinct FINDs, past its
+/// 1,024 saved plans): the cache is emptied only when no plan of it is
+/// executing. It freed every plan, the outer one included, and the
+/// backend crashed reading it when the trigger returned.
+#[test]
+fn a_nested_command_that_fills_the_plan_cache_leaves_the_outer_plan_alone() {
+    let db = "kip_nested_plans_test";
+    kip_integration_tests::reliability::fresh_database(db);
+    let mut c = Client::connect(&dsn_for(db), NoTls).unwrap();
+    use_space(&mut c, "nested");
+    ok(kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Thing"} } }"#, json!({})));
+    c.batch_execute(
+        r#"
+        CREATE FUNCTION public.kip_fill_plans() RETURNS trigger
+        LANGUAGE plpgsql SET search_path = public, pg_catalog AS $$
+        DECLARE
+            shape text;
+        BEGIN
+            FOR k IN 1..64 LOOP
+                FOR j IN 0..17 LOOP
+                    shape := format('FIND(%s) WHERE { ?p {type: "Thing"} }%s LIMIT 3',
+                        (SELECT string_agg(format('?p.attributes.a%s', i), ', ') FROM generate_series(1, k) i),
+                        CASE WHEN j = 0 THEN '' ELSE ' ORDER BY ' ||
+                            (SELECT string_agg(format('?p.attributes.b%s', i), ', ') FROM generate_series(1, j) i) END);
+                    IF kip_execute(shape, '{}') ? 'error' THEN
+                        RAISE EXCEPTION 'nested FIND failed: %', kip_execute(shape, '{}');
+                    END IF;
+                END LOOP;
+            END LOOP;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER kip_fill_plans AFTER INSERT ON kip.concepts
+            FOR EACH ROW WHEN (NEW.name = 'drainme') EXECUTE FUNCTION public.kip_fill_plans();
+        "#,
+    )
+    .unwrap();
+    let out = kip(&mut c, r#"UPSERT { CONCEPT ?t { {type: "Thing", name: "drainme"} } }"#, json!({}));
+    ok(out);
+    // The same session goes on.
+    let found = ok(kip(&mut c, r#"FIND(?t.name) WHERE { ?t {type: "Thing"} }"#, json!({})));
+    assert_eq!(found, json!(["drainme"]));
+}

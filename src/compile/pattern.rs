@@ -63,14 +63,29 @@ pub fn compile_pattern(
     env: Env,
     params: &mut Params,
 ) -> Result<Pattern, KipError> {
+    compile_pattern_rows(clauses, env, params, true)
+}
+
+/// [`compile_pattern`], without its `DISTINCT` when `distinct` is false:
+/// for a caller that knows the solutions are distinct already
+/// (`distinct::solutions_are_distinct`), whose page should stream from
+/// the pattern's index scan and stop at its LIMIT, where a `DISTINCT` over
+/// every variable may hash every solution first.
+pub fn compile_pattern_rows(
+    clauses: &[WhereClause],
+    env: Env,
+    params: &mut Params,
+    distinct: bool,
+) -> Result<Pattern, KipError> {
     let mut cx = Cx::new(env, params);
     let rel = compile_block(clauses, &Scope::default(), &mut cx, false)?;
     let cols: Vec<String> = rel.vars.iter().map(|v| v.column.clone()).collect();
+    let distinct = if distinct { "DISTINCT " } else { "" };
     let sql = if cols.is_empty() {
-        format!("SELECT DISTINCT 1 AS unit FROM ({}) s", rel.sql)
+        format!("SELECT {distinct}1 AS unit FROM ({}) s", rel.sql)
     } else {
         let list = cols.iter().map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
-        format!("SELECT DISTINCT {list} FROM ({}) s", rel.sql)
+        format!("SELECT {distinct}{list} FROM ({}) s", rel.sql)
     };
     Ok(Pattern { sql, vars: rel.vars })
 }

@@ -3,7 +3,7 @@
 //! parameters compared with what they must be.
 
 use super::env::{Env, Facts, Limits};
-use super::export::page_sql;
+use super::export::{page_sql, rank_page_sql, Rank};
 use super::find::compile_find;
 use super::kml_bulk::{bulk_sql, BulkAction};
 use super::kml_match::{pair_sql, targets_sql};
@@ -269,7 +269,8 @@ fn a_group_of_one_element_is_keyed_by_its_id() {
     // Each (domain, member) is one solution: counted without a DISTINCT,
     // in the grouping itself.
     assert!(sql.contains("FROM (SELECT gk, ord, i0, ak1 AS k, ax1 AS x FROM b) t GROUP BY t.gk)"), "{sql}");
-    assert!(sql.contains("a1 AS (SELECT gk, val FROM grp)"), "{sql}");
+    // Read from the group's row, not joined back to the grouping.
+    assert!(sql.contains("LEFT JOIN LATERAL (SELECT grp.val AS val) a1 ON true") && !sql.contains("a1 AS ("), "{sql}");
     // A member counted through two links to one domain needs the DISTINCT.
     let sql = find(
         r#"FIND(?d.name, COUNT(?n)) WHERE { ?d {type: "Domain"} (?n, "belongs_to_domain" | "mentions", ?d) }"#,
@@ -788,4 +789,21 @@ fn an_ordered_page_that_may_read_many_solutions_is_cut_before_its_columns_are_bu
     )
     .unwrap();
     assert!(!plan.sql.contains("FROM (SELECT d.*, "), "{}", plan.sql);
+}
+
+#[test]
+fn an_export_reads_only_the_concept_rank_its_type_can_be_in() {
+    let f = facts();
+    let ranks = |body: &str| -> Vec<Rank> {
+        Rank::ALL
+            .into_iter()
+            .filter(|&r| rank_page_sql(&clauses(body), "x", env(&f), r, None, 10).unwrap().is_some())
+            .collect()
+    };
+    assert_eq!(ranks(r#"?x {type: "Drug"}"#), vec![Rank::Concept]);
+    assert_eq!(ranks(r#"?x {type: "$ConceptType"}"#), vec![Rank::Schema]);
+    assert_eq!(ranks(r#"?x {type: "$PropositionType", name: "treats"}"#), vec![Rank::Schema]);
+    // No type, or a UNION that may bind the target otherwise: both ranks.
+    assert_eq!(ranks(r#"?x {name: "Aspirin"}"#), vec![Rank::Schema, Rank::Concept]);
+    assert_eq!(ranks(r#"?x {type: "Drug"} UNION { ?x {type: "$ConceptType"} }"#), vec![Rank::Schema, Rank::Concept]);
 }

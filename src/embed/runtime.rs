@@ -149,13 +149,8 @@ pub fn embed(texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let Some(Ok(model)) = slot.as_mut() else {
             return Err("the embedding model is not loaded".to_string());
         };
-        // Blocked as while loading: a thread the runtime would start lazily
-        // inherits a closed mask. The signals that arrive meanwhile are
-        // handled when the mask is restored.
-        with_signals_blocked(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(texts)))
-                .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
-        })
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(texts)))
+            .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
     })
 }
 
@@ -253,8 +248,16 @@ impl Model {
     /// text's vector (cosine 0.96–0.98 against the same text embedded
     /// alone, as a SEARCH query always is), so a stored vector depended on
     /// what happened to be embedded with it.
+    ///
+    /// Each run has every signal blocked, as the load had: a thread the
+    /// runtime would start lazily inherits a closed mask. The signals that
+    /// arrive meanwhile (a cancel, SIGTERM) are handled when the mask is
+    /// restored, after one text (milliseconds), not after a whole batch.
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        texts.iter().map(|text| self.embed_batch(std::slice::from_ref(text)).map(|mut v| v.remove(0))).collect()
+        texts
+            .iter()
+            .map(|text| with_signals_blocked(|| self.embed_batch(std::slice::from_ref(text))).map(|mut v| v.remove(0)))
+            .collect()
     }
 
     fn embed_batch(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {

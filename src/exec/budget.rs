@@ -92,9 +92,12 @@ fn timeout_id() -> TimeoutId {
     id
 }
 
-/// Whether the running command's budget has expired.
-pub fn expired() -> bool {
-    EXPIRED.load(Ordering::SeqCst)
+/// Whether the cancel just caught is the budget's, which it then answers:
+/// the expiry is cleared, so a user's cancel arriving before the budget is
+/// disarmed stays pending (the disarm withdraws a cancel only while an
+/// expiry is unanswered).
+pub fn take_expiry() -> bool {
+    EXPIRED.swap(false, Ordering::SeqCst)
 }
 
 /// The budget in milliseconds (0: none).

@@ -116,7 +116,7 @@ pub fn is_ready(space: &Space) -> bool {
 /// current transaction wrote that row, or no trigger would tell us when the
 /// row changes.
 pub fn remember(space: &Space, row_xmin: Option<&str>) -> Result<(), KipError> {
-    if !committed_before(row_xmin) || !tables()?.spaces_trigger {
+    if !rememberable(row_xmin) || !tables()?.spaces_trigger {
         return Ok(());
     }
     KNOWN.with(|k| k.borrow_mut().ready.insert(space.name().to_string()));
@@ -135,7 +135,7 @@ pub fn registered(space: &Space, pairs: &[(String, String)]) -> Vec<bool> {
 
 /// Remember a definition read with `row_xmin` (see [`remember`]).
 pub fn remember_registered(space: &Space, meta_type: &str, name: &str, row_xmin: Option<&str>) -> Result<(), KipError> {
-    if !committed_before(row_xmin) || !tables()?.registry_triggers {
+    if !rememberable(row_xmin) || !tables()?.registry_triggers {
         return Ok(());
     }
     KNOWN.with(|k| {
@@ -148,9 +148,24 @@ pub fn remember_registered(space: &Space, meta_type: &str, name: &str, row_xmin:
     Ok(())
 }
 
+/// Whether the transaction reads one snapshot throughout (REPEATABLE READ,
+/// SERIALIZABLE): what it reads may have changed since, and the
+/// invalidation that said so was processed before the read, so no later
+/// one would take back an answer remembered from it.
+pub(crate) fn per_transaction_snapshot() -> bool {
+    // SAFETY: reads the transaction's isolation level, a backend global.
+    unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
+}
+
 /// Whether a row with this `xmin` was written by an earlier transaction
-/// (not the current one or its subtransactions).
-fn committed_before(row_xmin: Option<&str>) -> bool {
+/// (not the current one or its subtransactions), and read on a snapshot
+/// taken for the statement: only then may it be remembered. Under
+/// REPEATABLE READ a space another session dropped since the snapshot was
+/// still read as ready, and remembered for the rest of the connection.
+fn rememberable(row_xmin: Option<&str>) -> bool {
+    if per_transaction_snapshot() {
+        return false;
+    }
     let Some(xmin) = row_xmin.and_then(|x| x.parse::<u32>().ok()) else {
         return false;
     };

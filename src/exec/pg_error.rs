@@ -139,7 +139,7 @@ pub fn classify(caught: CaughtError) -> Caught {
         }
     }
     let kip = match code {
-        ERRCODE_QUERY_CANCELED if super::budget::expired() => KipError::new(
+        ERRCODE_QUERY_CANCELED if super::budget::take_expiry() => KipError::new(
             ErrorCode::ExecutionTimeout,
             format!("the command ran longer than kip.command_timeout ({} ms) and was rolled back", super::budget::limit_ms()),
         )

@@ -101,6 +101,34 @@ impl Planning {
 
 thread_local! {
     static PLANS: RefCell<SavedPlans> = RefCell::new(SavedPlans::default());
+    /// How many of this cache's plans are executing now, one inside the
+    /// other (a trigger on kip's tables that runs a KIP command, a policy
+    /// function's lookup inside a KIP statement).
+    static EXECUTING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A saved plan of this cache is executing while this lives (dropped also
+/// when an error unwinds). The cache is emptied only when none is: freeing
+/// a plan an outer call still runs left Postgres reading freed memory when
+/// the inner call returned (a crash, and the postmaster's restart of every
+/// session).
+struct Executing;
+
+impl Executing {
+    fn begin() -> Executing {
+        EXECUTING.with(|n| n.set(n.get() + 1));
+        Executing
+    }
+
+    fn any() -> bool {
+        EXECUTING.with(|n| n.get() > 0)
+    }
+}
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        EXECUTING.with(|n| n.set(n.get().saturating_sub(1)));
+    }
 }
 
 fn plan_hash(sql: &str, argtypes: &[pg_sys::Oid], planning: Planning, fixed: &[(u32, &str)]) -> u64 {
@@ -289,6 +317,7 @@ unsafe fn run_plan_on(sql: &str, params: &[SqlParam], access: Access, planning: 
         pg_sys::UpdateActiveSnapshotCommandId();
     }
     let status = {
+        let _executing = Executing::begin();
         let _no_jit = SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::jit_enabled));
         // A cached plan is (re)planned inside SPI_execute_plan, so the
         // setting is in force whenever its plan is made.
@@ -333,6 +362,7 @@ unsafe fn explain_connected(sql: &str, params: &[SqlParam], planning: Planning, 
     let _no_seqscan =
         (planning == Planning::GenericIndexed).then(|| SwitchedOff::new(std::ptr::addr_of_mut!(pg_sys::enable_seqscan)));
     let (plan, _) = plan_for(sql, &mut argtypes, planning, &fixed_values::fixed_values(params))?;
+    let _executing = Executing::begin();
     let sources = pg_sys::SPI_plan_get_plan_sources(plan);
     if sources.is_null() || (*sources).length != 1 {
         return Err(KipError::new(ErrorCode::InternalError, "kip_explain: the statement is not a single query"));
@@ -523,7 +553,9 @@ unsafe fn saved_plan(
         } else if let Some((last, counted)) = last {
             plans.bytes = (plans.bytes + plan_bytes(last as pg_sys::SPIPlanPtr)).saturating_sub(counted);
         }
-        if plans.count >= MAX_SAVED_PLANS || plans.bytes >= MAX_SAVED_PLAN_BYTES {
+        // Past a bound, when no plan of the cache is executing (else at a
+        // later prepare: the cache may outgrow its bounds meanwhile).
+        if (plans.count >= MAX_SAVED_PLANS || plans.bytes >= MAX_SAVED_PLAN_BYTES) && !Executing::any() {
             for (_, old) in plans.by_hash.drain() {
                 for saved in old {
                     pg_sys::SPI_freeplan(saved.plan as pg_sys::SPIPlanPtr);

@@ -129,7 +129,7 @@ pub fn granted_spaces(privileges: &[&str]) -> Result<Vec<String>, KipError> {
 /// nothing is remembered (see [`Remembered`]): the caller reads on its own
 /// snapshot.
 fn answers(user: pg_sys::Oid, sets: &[&[&str]]) -> Result<Option<Vec<Vec<String>>>, KipError> {
-    if per_transaction_snapshot() {
+    if crate::exec::known::per_transaction_snapshot() {
         return Ok(None);
     }
     if let Some(found) = remembered_answers(user, sets) {
@@ -365,16 +365,12 @@ fn strongest(levels: &[Vec<String>], space: &str) -> Option<&'static str> {
     LEVELS.iter().zip(levels).find(|(_, spaces)| spaces.iter().any(|s| s == space)).map(|(level, _)| *level)
 }
 
-fn per_transaction_snapshot() -> bool {
-    // SAFETY: reads the transaction's isolation level, a backend global.
-    unsafe { pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 }
-}
 
 /// [`granted_privilege`] from remembered answers alone, without a query:
 /// `None` when one of them is not remembered (or under REPEATABLE READ and
 /// SERIALIZABLE, where nothing is).
 pub fn remembered_privilege(space: &str) -> Option<Option<&'static str>> {
-    if per_transaction_snapshot() {
+    if crate::exec::known::per_transaction_snapshot() {
         return None;
     }
     // SAFETY: reads the session's user.

@@ -52,7 +52,8 @@
 //!   normalisation (k1 = 1.2, b = 0.75), divided by the total weight of the
 //!   term's words, so containing every word scores highest.
 //!
-//! Where a word's posting list drives a lookup, the space is written
+//! Where a word's posting list or a name's trigrams drive a lookup, the
+//! space is written
 //! `(space = $1) IS TRUE`: a filter on the rows the GIN index returns, never
 //! a second bitmap built from the space's btree (every element of a large
 //! space) and AND-ed with it, which the planner otherwise picks when it
@@ -306,7 +307,11 @@ pub fn search(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<Vec<Hit>, KipE
     // for its own queries must not change what SEARCH finds.
     // As the owner of kip's tables (`exec::owner`): the sources' index
     // lookups use operators row-level security keeps from an index.
-    let rows = subxact::with_pinned_settings(&[(c"pg_trgm.similarity_threshold", c"0.3")], || {
+    // `to_tsvector` of the term sends a NOTICE for each word over 2,047
+    // bytes (never indexed, so it matches nothing): not the caller's
+    // business, as `client_min_messages = warning` keeps it.
+    let settings = [(c"pg_trgm.similarity_threshold", c"0.3"), (c"client_min_messages", c"warning")];
+    let rows = subxact::with_pinned_settings(&settings, || {
         owner::as_tables_owner(|| spi::query_planned(&sql, params.values(), ctx.access, spi::Planning::GenericIndexed))
     })?;
     Ok(rows
@@ -353,11 +358,11 @@ fn concepts_sql(q: &Query, k: i64, role: Role, ctx: &Ctx) -> Result<(String, Par
             "UNION
            (SELECT c.id FROM kip.concepts c
             WHERE {trigram} AND length({term}) >= 3
-              AND c.space = {space} AND {NAME_TRGM_KEY} LIKE {lower_like} {type_filter} LIMIT {cand})
+              AND {space_c} AND {NAME_TRGM_KEY} LIKE {lower_like} {type_filter} LIMIT {cand})
            UNION
            (SELECT s.id FROM (
               SELECT c.id, {NAME_TRGM_KEY} AS key FROM kip.concepts c
-              WHERE {trigram} AND c.space = {space} AND {NAME_TRGM_KEY} {similar} lower({term}) {type_filter}
+              WHERE {trigram} AND {space_c} AND {NAME_TRGM_KEY} {similar} lower({term}) {type_filter}
               LIMIT {SIMILAR_NAMES_RANKED}) s
             ORDER BY s.key {knn} lower({term}), s.id LIMIT 20)"
         ),
