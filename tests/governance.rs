@@ -825,6 +825,15 @@ fn revert_round_trip() {
         .collect();
     let ops: Vec<&str> = feed.iter().map(|(_, op)| op.as_str()).collect();
     assert_eq!(ops, ["insert", "update", "update", "delete", "insert"]);
+    // The feed is inlined into the caller's query: a LIMIT reaches the scan
+    // of the history, which is not read whole into a function's result.
+    let plan: Vec<String> = c
+        .query("EXPLAIN SELECT * FROM kip_changes('-infinity', $1) LIMIT 5", &[&space])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(plan.iter().all(|l| !l.contains("Function Scan")) && plan.iter().any(|l| l.contains("history")), "{plan:#?}");
 }
 
 #[test]
