@@ -256,7 +256,8 @@ fi
 snapshot2() {
   q $DB2 "SELECT c::text FROM (SELECT id, space, type, name, attributes, metadata, version, created_at, updated_at FROM kip.concepts) c ORDER BY id" > "$1"
   q $DB2 "SELECT p::text FROM (SELECT id, space, subject, predicate, object, attributes, metadata, version, created_at, updated_at FROM kip.propositions) p ORDER BY id" >> "$1"
-  q $DB2 "SELECT s::text FROM kip.spaces s ORDER BY name" >> "$1"
+  # The columns every version has (0.12.0 adds each space's incarnation).
+  q $DB2 "SELECT s::text FROM (SELECT name, created_at, bootstrapped_at, capsule_level FROM kip.spaces) s ORDER BY name" >> "$1"
   q $DB2 "SELECT l::text FROM kip.maintenance_log l ORDER BY id" >> "$1"
 }
 if [ "$OLD2" = 0.10.0 ]; then

@@ -229,7 +229,7 @@ BEGIN
                 format('Versions from before a space was renamed or the element moved cannot be restored; revert it to a version it had in %L (kip_history(%L) lists them).', now_in, id));
         END IF;
         PERFORM kip.raise_kip('KIP_3002', format('memory space %L of %s no longer exists', sp, id),
-            'Create the space again (kip_create_space) before reverting its elements.');
+            'Create the space again (kip_create_space), then revert its elements into it: the history of a dropped space is kept for members of kip_admin.');
     END IF;
     -- The version's type or predicate must still be defined: UPSERT
     -- refuses an undefined one (KIP_2001), and a definition in use cannot
@@ -394,9 +394,7 @@ $$;
 -- Renaming a space moves its whole memory to the new name: like dropping it
 -- (admins only) and taking it over. It takes admin on both names (or
 -- kip_admin); the update policy alone let any writer of a space move it
--- into one the writer administers. A space's creation time says which
--- history rows its readers see (the policy history_read): only kip_admin
--- may change it.
+-- into one the writer administers.
 CREATE FUNCTION kip.check_space_rename() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -406,15 +404,10 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'Ask an admin of both spaces, or a member of kip_admin, to rename it.';
     END IF;
-    IF NEW.created_at IS DISTINCT FROM OLD.created_at AND NOT kip.is_admin() THEN
-        RAISE EXCEPTION 'kip: the creation time of memory space % is kept by kip', quote_literal(OLD.name)
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = 'It says which history rows the space''s readers see; only a member of kip_admin may change it.';
-    END IF;
     RETURN NEW;
 END $$;
-COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without admin on both names, and a change of its creation time without kip_admin (kip internal)';
-CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name, created_at ON kip.spaces
+COMMENT ON FUNCTION kip.check_space_rename() IS 'Refuses a space rename without admin on both names (kip internal)';
+CREATE TRIGGER spaces_rename_needs_admin BEFORE UPDATE OF name ON kip.spaces
     FOR EACH ROW EXECUTE FUNCTION kip.check_space_rename();
 
 
@@ -594,18 +587,58 @@ $$;
 
 -- A space's readers see only the history of the space that holds its name
 -- now (see sql/governance.sql).
+-- Which space a history row belongs to is the space's incarnation, not
+-- its name alone: a number a space gets when it is created and again when
+-- it is renamed (kip.stamp_space_incarnation), which the history triggers
+-- write into each row (space_incarnation; 0 when the writing transaction
+-- sees no such space, as in a space's own drop). A later space of a
+-- dropped or renamed space's name, with a number of its own, starts with
+-- an empty history for its readers, whoever creates it and whenever: a
+-- creation time, which the creator's transaction, clock or INSERT chose,
+-- let a writer of the reused name read the dropped space's rows. Only a
+-- restore (row_security off, as a role that may bypass it) sets the
+-- number itself, keeping the one it carries.
+CREATE SEQUENCE kip.space_incarnation_seq;
+ALTER TABLE kip.spaces ADD COLUMN incarnation bigint NOT NULL DEFAULT pg_catalog.nextval('kip.space_incarnation_seq');
+COMMENT ON COLUMN kip.spaces.incarnation IS 'This space''s number, new at each creation and rename: its history rows carry it (kip internal)';
+ALTER TABLE kip.history ADD COLUMN space_incarnation bigint;
+COMMENT ON COLUMN kip.history.space_incarnation IS 'The incarnation of the space the change was made in (NULL: written before 0.12.0)';
+CREATE FUNCTION kip.stamp_space_incarnation() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF current_setting('row_security') = 'off'
+       AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = current_user AND (r.rolsuper OR r.rolbypassrls)) THEN
+        RETURN NEW;
+    END IF;
+    IF TG_OP = 'INSERT' OR NEW.name IS DISTINCT FROM OLD.name THEN
+        NEW.incarnation := nextval('kip.space_incarnation_seq');
+    ELSE
+        NEW.incarnation := OLD.incarnation;
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION kip.stamp_space_incarnation() IS 'Gives a space a new incarnation when it is created or renamed (kip internal)';
+CREATE TRIGGER spaces_incarnation_stamped BEFORE INSERT OR UPDATE OF name, incarnation ON kip.spaces
+    FOR EACH ROW EXECUTE FUNCTION kip.stamp_space_incarnation();
+GRANT USAGE ON SEQUENCE kip.space_incarnation_seq TO kip_writer;
+GRANT SELECT ON SEQUENCE kip.space_incarnation_seq TO kip_reader;
+SELECT pg_catalog.pg_extension_config_dump('kip.space_incarnation_seq', '');
+
 DROP POLICY history_read ON kip.history;
--- A space's readers see the changes made since the space was created: a
--- space dropped (or renamed away) and created again under the same name by
--- someone else starts with an empty history for its readers, and a grant
--- on a name no space has yet shows nothing. The earlier rows stay, for
--- kip_admin and superusers (an audit trail outlives what it audits). The
--- EXISTS reads kip.spaces under its own policy (readable spaces only).
+-- A space's readers see the rows of the space that holds its name now:
+-- those whose space_incarnation is its incarnation (above), and those
+-- written before 0.12.0, which carry none, by name. The history of a space
+-- dropped or renamed away stays, for kip_admin and superusers (an audit
+-- trail outlives what it audits), and a grant on a name no space has yet
+-- shows nothing. The EXISTS reads kip.spaces under its own policy
+-- (readable spaces only).
 CREATE POLICY history_read ON kip.history FOR SELECT
     USING ((SELECT kip.is_admin())
            OR (space = ANY ((SELECT kip.readable_spaces())::text[])
                AND EXISTS (SELECT 1 FROM kip.spaces s
-                           WHERE s.name = kip.history.space AND s.created_at <= kip.history.changed_at)));
+                           WHERE s.name = kip.history.space
+                             AND (kip.history.space_incarnation IS NULL
+                                  OR s.incarnation = kip.history.space_incarnation))));
 
 -- The change feed: every change after `since` (optionally in one space) the
 -- caller may read, oldest first. `change_id` orders the changes as they

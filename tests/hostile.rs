@@ -741,4 +741,7 @@ fn a_nested_command_that_fills_the_plan_cache_leaves_the_outer_plan_alone() {
     // The same session goes on.
     let found = ok(kip(&mut c, r#"FIND(?t.name) WHERE { ?t {type: "Thing"} }"#, json!({})));
     assert_eq!(found, json!(["drainme"]));
+    drop(c);
+    let mut admin = Client::connect(&kip_integration_tests::admin_dsn(), NoTls).unwrap();
+    admin.batch_execute(&format!("DROP DATABASE \"{db}\" WITH (FORCE)")).unwrap();
 }

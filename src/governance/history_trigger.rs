@@ -48,7 +48,7 @@ enum Op {
 }
 
 thread_local! {
-    static PLANS: RefCell<HashMap<(Kind, Op), usize>> = RefCell::new(HashMap::new());
+    static PLANS: RefCell<HashMap<(Kind, Op, bool), usize>> = RefCell::new(HashMap::new());
 }
 
 const CONCEPT_ROW: &str = "jsonb_build_object('type', {r}.type, 'name', {r}.name, 'attributes', {r}.attributes, \
@@ -59,26 +59,37 @@ const PROPOSITION_ROW: &str = "jsonb_build_object('subject_concept', {r}.subject
 
 /// The `INSERT … SELECT` of one kind of element and operation. `$1` is the
 /// statement's timestamp, `$2` the role, `$3` the application, `$4` the
-/// command hash.
-fn insert_sql(kind: Kind, op: Op) -> String {
+/// command hash. With `incarnation`, the row's space's incarnation too
+/// (a schema from 0.12.0 on; an older one has no such column until
+/// `ALTER EXTENSION kip UPDATE`, and its rows are matched by name).
+fn insert_sql(kind: Kind, op: Op, incarnation: bool) -> String {
     let (name, row) = match kind {
         Kind::Concept => ("concept", CONCEPT_ROW),
         Kind::Proposition => ("proposition", PROPOSITION_ROW),
     };
     let of = |alias: &str| row.replace("{r}", alias);
-    let (select, from) = match op {
-        Op::Insert => (format!("n.space, n.id, '{name}', n.version, 'insert', NULL, {}", of("n")), "new_rows n".to_string()),
+    let (select, from, row) = match op {
+        Op::Insert => (format!("n.space, n.id, '{name}', n.version, 'insert', NULL, {}", of("n")), "new_rows n".to_string(), "n"),
         // Only real changes: a new version (content) or another space. A
         // vector stored by the embedder changes neither.
         Op::Update => (
             format!("n.space, n.id, '{name}', n.version, 'update', {}, {}", of("o"), of("n")),
             "new_rows n JOIN old_rows o ON o.id = n.id WHERE n.version <> o.version OR n.space <> o.space".to_string(),
+            "n",
         ),
-        Op::Delete => (format!("o.space, o.id, '{name}', o.version, 'delete', {}, NULL", of("o")), "old_rows o".to_string()),
+        Op::Delete => (format!("o.space, o.id, '{name}', o.version, 'delete', {}, NULL", of("o")), "old_rows o".to_string(), "o"),
+    };
+    // The incarnation of the row's space as this transaction sees it; 0 when
+    // it sees none (the space's own drop cascading to its elements): such
+    // rows match no space's number, and only kip_admin reads them.
+    let (column, value) = if incarnation {
+        (", space_incarnation", format!(", coalesce((SELECT sp.incarnation FROM kip.spaces sp WHERE sp.name = {row}.space), 0)"))
+    } else {
+        (Default::default(), String::new())
     };
     format!(
-        "INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash) \
-         SELECT {select}, $1, $2, $3, $4 FROM {from}"
+        "INSERT INTO kip.history (space, element_id, kind, version, operation, before, after, changed_at, role, application_name, command_hash{column}) \
+         SELECT {select}, $1, $2, $3, $4{value} FROM {from}"
     )
 }
 
@@ -101,10 +112,11 @@ unsafe fn acting_role() -> String {
 }
 
 unsafe fn saved_plan(kind: Kind, op: Op) -> pg_sys::SPIPlanPtr {
-    if let Some(plan) = PLANS.with(|p| p.borrow().get(&(kind, op)).copied()) {
+    let incarnation = crate::exec::known::schema_is_current();
+    if let Some(plan) = PLANS.with(|p| p.borrow().get(&(kind, op, incarnation)).copied()) {
         return plan as pg_sys::SPIPlanPtr;
     }
-    let sql = CString::new(insert_sql(kind, op)).expect("no NUL in fixed SQL");
+    let sql = CString::new(insert_sql(kind, op, incarnation)).expect("no NUL in fixed SQL");
     let mut types = [pg_sys::TIMESTAMPTZOID, pg_sys::NAMEOID, pg_sys::TEXTOID, pg_sys::TEXTOID];
     let plan = pg_sys::SPI_prepare(sql.as_ptr(), types.len() as i32, types.as_mut_ptr());
     if plan.is_null() {
@@ -112,7 +124,7 @@ unsafe fn saved_plan(kind: Kind, op: Op) -> pg_sys::SPIPlanPtr {
         pgrx::error!("kip: preparing the history statement failed (SPI status {status})");
     }
     pg_sys::SPI_keepplan(plan);
-    PLANS.with(|p| p.borrow_mut().insert((kind, op), plan as usize));
+    PLANS.with(|p| p.borrow_mut().insert((kind, op, incarnation), plan as usize));
     plan
 }
 

@@ -22,12 +22,14 @@ pub fn prune(max: i64) -> Result<i64, KipError> {
     // The setting is text, checked here rather than when it is set: a
     // value that is no interval is named as such (it surfaced as an
     // internal datetime error of the DELETE below).
-    // A negative interval put the cut in the future and deleted the whole
-    // history; one so large that the cut is before any timestamp failed
+    // The cut itself is checked: a negative interval put it in the future
+    // and deleted the whole history (so does '-1 year 361 days', which an
+    // interval comparison, counting a month as 30 days, takes for
+    // positive); one so large that the cut is before any timestamp failed
     // as an internal datetime overflow.
     let valid = subxact::run_isolated(|| {
         spi::query_scalar(
-            "SELECT $1::interval > interval '0' AND now() - $1::interval > '-infinity'::timestamptz",
+            "SELECT now() - $1::interval < now() AND now() - $1::interval > '-infinity'::timestamptz",
             &[SqlParam::Text(retention.clone())],
             Access::ReadOnly,
         )
