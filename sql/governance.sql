@@ -248,14 +248,37 @@ ALTER TABLE kip.spaces ADD COLUMN incarnation bigint NOT NULL DEFAULT pg_catalog
 COMMENT ON COLUMN kip.spaces.incarnation IS 'This space''s number, new at each creation and rename: its history rows carry it (kip internal)';
 ALTER TABLE kip.history ADD COLUMN space_incarnation bigint;
 COMMENT ON COLUMN kip.history.space_incarnation IS 'The incarnation of the space the change was made in (NULL: written before 0.12.0)';
+-- A space's elements go with it at the end of the statement that drops it
+-- (its foreign keys' cascade), and their history rows take the
+-- incarnation of the space of that name then: a space created again, or
+-- renamed into the name, by the same statement would get them. So the
+-- names a transaction dropped or renamed away are noted
+-- (kip_txn.spaces_gone, transaction-local), and taking such a name while
+-- its old elements are still there, which only the same statement sees,
+-- is refused.
 CREATE FUNCTION kip.stamp_space_incarnation() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gone text := coalesce(current_setting('kip_txn.spaces_gone', true), '');
 BEGIN
+    IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND NEW.name IS DISTINCT FROM OLD.name) THEN
+        PERFORM set_config('kip_txn.spaces_gone', gone || ',' || OLD.name || ',', true);
+        IF TG_OP = 'DELETE' THEN
+            RETURN OLD;
+        END IF;
+    END IF;
     IF current_setting('row_security') = 'off'
        AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = current_user AND (r.rolsuper OR r.rolbypassrls)) THEN
         RETURN NEW;
     END IF;
     IF TG_OP = 'INSERT' OR NEW.name IS DISTINCT FROM OLD.name THEN
+        IF strpos(gone, ',' || NEW.name || ',') > 0
+           AND (EXISTS (SELECT 1 FROM kip.concepts c WHERE c.space = NEW.name)
+                OR EXISTS (SELECT 1 FROM kip.propositions p WHERE p.space = NEW.name)) THEN
+            RAISE EXCEPTION 'kip: memory space % is being dropped or renamed away by this statement', quote_literal(NEW.name)
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'Create the space again, or rename another into its name, in a later statement: its elements go at the end of this one.';
+        END IF;
         NEW.incarnation := nextval('kip.space_incarnation_seq');
     ELSE
         NEW.incarnation := OLD.incarnation;
@@ -263,7 +286,7 @@ BEGIN
     RETURN NEW;
 END $$;
 COMMENT ON FUNCTION kip.stamp_space_incarnation() IS 'Gives a space a new incarnation when it is created or renamed (kip internal)';
-CREATE TRIGGER spaces_incarnation_stamped BEFORE INSERT OR UPDATE OF name, incarnation ON kip.spaces
+CREATE TRIGGER spaces_incarnation_stamped BEFORE INSERT OR UPDATE OF name, incarnation OR DELETE ON kip.spaces
     FOR EACH ROW EXECUTE FUNCTION kip.stamp_space_incarnation();
 GRANT USAGE ON SEQUENCE kip.space_incarnation_seq TO kip_writer;
 GRANT SELECT ON SEQUENCE kip.space_incarnation_seq TO kip_reader;
