@@ -235,6 +235,12 @@ pub fn schema_is_current() -> bool {
     tables().map(|t| t.schema == SchemaAge::Current).unwrap_or(false)
 }
 
+/// Whether the installed SQL objects are known to be older than this
+/// library's (an error reading them is no such knowledge).
+pub fn schema_is_older() -> bool {
+    matches!(tables(), Ok(t) if t.schema == SchemaAge::Older)
+}
+
 /// The installed SQL objects' age, when known without a query: for code
 /// that may not query (an error's classification, inside the failed
 /// subtransaction).
