@@ -40,14 +40,15 @@ impl FromDatum for VectorArg {
             return None;
         }
         // SAFETY: a non-null real[] datum; detoasting gives a readable array
-        // header (a copy when it was toasted, freed with the call's context).
-        let dims = unsafe {
+        // header (a copy when it was toasted, freed with the call's context),
+        // whose elements are then read from the same detoasted value.
+        let (dims, detoasted) = unsafe {
             let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
             let ndim = (*array).ndim.max(0) as usize;
             let first = array.cast::<u8>().add(std::mem::size_of::<pg_sys::ArrayType>()).cast::<i32>();
-            std::slice::from_raw_parts(first, ndim).to_vec()
+            (std::slice::from_raw_parts(first, ndim).to_vec(), pg_sys::Datum::from(array))
         };
-        let elements = unsafe { Vec::<Option<f32>>::from_polymorphic_datum(datum, false, typoid) }?;
+        let elements = unsafe { Vec::<Option<f32>>::from_polymorphic_datum(detoasted, false, typoid) }?;
         Some(VectorArg { elements, dims })
     }
 }

@@ -20,7 +20,7 @@ use super::env::Env;
 use super::pattern::{compile_pattern, compile_pattern_rows, Pattern, VarBinding, VarKind};
 use super::{Params, SqlParam};
 use crate::schema::{CONCEPT_TYPE, PROPOSITION_TYPE};
-use kip_lang::ast::{ConceptSelector, WhereClause};
+use kip_lang::ast::WhereClause;
 use kip_lang::{ErrorCode, KipError};
 
 /// A compiled page selection: one `id` column, page order, at most
@@ -99,7 +99,7 @@ pub fn rank_page_sql(
     // concept ranks only: the other would test every element the pattern
     // binds to find none (the first page of a 100,000-member type spent
     // 150 ms proving it held no definitions).
-    if let Some(ty) = fixed_type(clauses, target) {
+    if let Some(ty) = kip_lang::ast::fixed_type(clauses, target).and_then(|t| t.as_str()) {
         let schema = ty == CONCEPT_TYPE || ty == PROPOSITION_TYPE;
         if (rank == Rank::Schema && !schema) || (rank == Rank::Concept && schema) {
             return Ok(None);
@@ -131,22 +131,6 @@ pub fn rank_page_sql(
         pattern = pattern.sql,
     );
     Ok(Some(PageSql { sql, params }))
-}
-
-/// The type a clause of the block fixes for `?target` (`?target {type: …}`
-/// at its top level); `None` when none does, or when a UNION could bind the
-/// target otherwise.
-fn fixed_type<'a>(clauses: &'a [WhereClause], target: &str) -> Option<&'a str> {
-    if clauses.iter().any(|c| matches!(c, WhereClause::Union(_))) {
-        return None;
-    }
-    clauses.iter().find_map(|c| match c {
-        WhereClause::Concept {
-            var,
-            selector: ConceptSelector::Type(t) | ConceptSelector::TypeName { type_name: t, .. },
-        } if var == target => t.as_str(),
-        _ => None,
-    })
 }
 
 /// The distinct elements bound to `?target` by `clauses`, skipping `offset`

@@ -23,7 +23,7 @@ use crate::compile::Params;
 use crate::compile::env::{Env, Facts};
 use crate::compile::pattern::ground;
 use crate::compile::SqlParam;
-use kip_lang::ast::{ConceptSelector, DotPath, FindQuery, PathField, Projection, SortDirection, WhereClause};
+use kip_lang::ast::{DotPath, FindQuery, PathField, Projection, SortDirection, WhereClause};
 use kip_lang::{ErrorCode, KipError};
 use std::fmt::Write;
 
@@ -789,11 +789,7 @@ fn keyed_group(vars: &[VarBinding], clauses: &[WhereClause], items: &[Item]) -> 
     // Only a clause every solution satisfies fixes the type: one before a
     // UNION holds for the solutions of that side alone, and the branch may
     // bind the variable to a concept of another type, with the same name.
-    let type_fixed = || {
-        kip_lang::ast::after_last_union(clauses)
-            .iter()
-            .any(|c| matches!(c, WhereClause::Concept { var, selector: ConceptSelector::Type(_) | ConceptSelector::TypeName { .. } } if var == name))
-    };
+    let type_fixed = || kip_lang::ast::fixed_type(clauses, name).is_some();
     let determined = |p: &&DotPath| match p.field {
         PathField::Whole | PathField::Id => var.kind != VarKind::Predicate,
         PathField::Name => var.kind == VarKind::Concept && type_fixed(),

@@ -175,13 +175,13 @@ pub fn embed_while<T>(text: &str, body: impl FnOnce() -> T) -> (Result<Vec<f32>,
             // The new thread inherits the signal mask of the thread that
             // creates it: block everything around the spawn, so no signal
             // can ever be delivered to the helper, not even before it runs.
-            let saved = block_signals();
-            let spawned = std::thread::Builder::new().name("kip-embed".into()).spawn_scoped(scope, move || {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(&[text])))
-                    .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
-                    .and_then(|mut v| v.pop().ok_or_else(|| "no vector".to_string()))
+            let spawned = with_signals_blocked(|| {
+                std::thread::Builder::new().name("kip-embed".into()).spawn_scoped(scope, move || {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.embed(&[text])))
+                        .unwrap_or_else(|_| Err("the embedding runtime panicked".to_string()))
+                        .and_then(|mut v| v.pop().ok_or_else(|| "no vector".to_string()))
+                })
             });
-            restore_signals(&saved);
             match spawned {
                 Ok(handle) => {
                     let out = body();

@@ -368,6 +368,20 @@ pub fn after_last_union(clauses: &[WhereClause]) -> &[WhereClause] {
     &clauses[start..]
 }
 
+/// The type every solution of the block binds `?var` to (a literal or a
+/// placeholder): the one a concept clause of `?var` names after the block's
+/// last UNION (a clause before it holds for that side's solutions alone).
+pub fn fixed_type<'a>(clauses: &'a [WhereClause], var: &str) -> Option<&'a StrArg> {
+    after_last_union(clauses).iter().find_map(|c| match c {
+        WhereClause::Concept { var: v, selector: ConceptSelector::Type(t) | ConceptSelector::TypeName { type_name: t, .. } }
+            if v == var =>
+        {
+            Some(t)
+        }
+        _ => None,
+    })
+}
+
 /// The `{…}` concept match. Keys may be written in any order in the source;
 /// only `id`, `type` and `name` are accepted.
 #[derive(Debug, Clone, PartialEq, Serialize)]

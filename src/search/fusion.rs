@@ -31,8 +31,7 @@
 //! ranking found fuses to at most k / (2 (k + 1)) ≈ 0.49 however alike it
 //! is). The fused ranking chooses the hits; each is then shown with its
 //! evidence, its keyword score or its cosine similarity, as `_score`, and
-//! THRESHOLD is compared with that ([`keep_evidence_at_least`],
-//! [`scored_by_evidence`]).
+//! THRESHOLD is compared with that ([`Evidence`]).
 
 use super::query::Hit;
 use crate::embed::settings::Fusion;
@@ -95,45 +94,46 @@ fn taking_part(keyword: &[Hit]) -> impl Iterator<Item = &Hit> {
     keyword.iter().filter(|h| h.score >= KEYWORD_FLOOR)
 }
 
-/// The fused hits whose evidence reaches `threshold`: the keyword score
-/// (of a hit above the fusion's floor) or the semantic similarity, the
-/// larger. With no THRESHOLD (0) every hit with some evidence stays: one
-/// the semantic ranking proposed with a cosine of 0 or less (no likeness)
-/// is dropped, as the semantic and keyword modes drop their hits of score
-/// 0, though rank fusion gave it a positive fused score.
-pub fn keep_evidence_at_least(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit], threshold: f64) -> Vec<Hit> {
-    let evidence = evidence_of(keyword, semantic);
-    fused
-        .into_iter()
-        .filter(|h| evidence.get(&h.id).is_some_and(|&e| e > 0.0 && (threshold <= 0.0 || super::load::round4(e) >= threshold)))
-        .collect()
-}
-
 /// Each hit's evidence: its keyword score (above the fusion's floor) or its
-/// cosine similarity, the larger.
-fn evidence_of(keyword: &[Hit], semantic: &[Hit]) -> HashMap<i64, f64> {
-    let mut evidence: HashMap<i64, f64> = HashMap::new();
-    for hit in taking_part(keyword).chain(semantic) {
-        let best = evidence.entry(hit.id).or_insert(0.0);
-        *best = best.max(hit.score);
-    }
-    evidence
-}
+/// cosine similarity, the larger; computed once per SEARCH, read by
+/// THRESHOLD and then by `_score`.
+pub struct Evidence(HashMap<i64, f64>);
 
-/// The hits the fusion chose, each scored with its evidence (the keyword
-/// score or the cosine similarity, the larger) and ordered by it, ties in
-/// the fusion's order. The fusion decides which hits a page holds (an
-/// element both rankings found moderately can beat one only one ranking
-/// found); `_score` says how alike each is, as RC10 §5.2 asks of it
-/// ("normalized relevance", results "in descending `_score` order",
-/// THRESHOLD against it): a fused score is a rank, and showed 0.98 for a
-/// hit of keyword score 0.18 and cosine 0.53, and at most 0.49 for one of
-/// cosine 0.9 that only the semantic ranking found.
-pub fn scored_by_evidence(fused: Vec<Hit>, keyword: &[Hit], semantic: &[Hit]) -> Vec<Hit> {
-    let evidence = evidence_of(keyword, semantic);
-    let mut hits: Vec<Hit> = fused.into_iter().filter_map(|h| evidence.get(&h.id).map(|&score| Hit { score, ..h })).collect();
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    hits
+impl Evidence {
+    pub fn of(keyword: &[Hit], semantic: &[Hit]) -> Evidence {
+        let mut evidence: HashMap<i64, f64> = HashMap::new();
+        for hit in taking_part(keyword).chain(semantic) {
+            let best = evidence.entry(hit.id).or_insert(0.0);
+            *best = best.max(hit.score);
+        }
+        Evidence(evidence)
+    }
+
+    /// The fused hits whose evidence reaches `threshold`. With no THRESHOLD
+    /// (0) every hit with some evidence stays: one the semantic ranking
+    /// proposed with a cosine of 0 or less (no likeness) is dropped, as the
+    /// semantic and keyword modes drop their hits of score 0, though rank
+    /// fusion gave it a positive fused score.
+    pub fn keep_at_least(&self, fused: Vec<Hit>, threshold: f64) -> Vec<Hit> {
+        fused
+            .into_iter()
+            .filter(|h| self.0.get(&h.id).is_some_and(|&e| e > 0.0 && (threshold <= 0.0 || super::load::round4(e) >= threshold)))
+            .collect()
+    }
+
+    /// The hits the fusion chose, each scored with its evidence and ordered
+    /// by it, ties in the fusion's order. The fusion decides which hits a
+    /// page holds (an element both rankings found moderately can beat one
+    /// only one ranking found); `_score` says how alike each is, as RC10
+    /// §5.2 asks of it ("normalized relevance", results "in descending
+    /// `_score` order", THRESHOLD against it): a fused score is a rank, and
+    /// showed 0.98 for a hit of keyword score 0.18 and cosine 0.53, and at
+    /// most 0.49 for one of cosine 0.9 that only the semantic ranking found.
+    pub fn score(&self, fused: Vec<Hit>) -> Vec<Hit> {
+        let mut hits: Vec<Hit> = fused.into_iter().filter_map(|h| self.0.get(&h.id).map(|&score| Hit { score, ..h })).collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits
+    }
 }
 
 /// Scores rescaled to [0, 1] over the list: its best hit 1, the others in
@@ -216,9 +216,9 @@ mod tests {
         let kw = vec![hit(1, 0.2)];
         let sem = vec![hit(2, 0.15), hit(3, 0.6)];
         let fused = fuse(&kw, &sem, Fusion::Rrf);
-        let kept = keep_evidence_at_least(fused.clone(), &kw, &sem, 0.45);
+        let kept = Evidence::of(&kw, &sem).keep_at_least(fused.clone(), 0.45);
         assert_eq!(kept.iter().map(|h| h.id).collect::<Vec<_>>(), vec![3]);
-        assert_eq!(keep_evidence_at_least(fused.clone(), &kw, &sem, 0.0).len(), fused.len());
+        assert_eq!(Evidence::of(&kw, &sem).keep_at_least(fused.clone(), 0.0).len(), fused.len());
     }
 
     #[test]
@@ -228,7 +228,7 @@ mod tests {
         let sem = vec![hit(1, 0.3), hit(2, 0.0), hit(3, -0.2)];
         for method in [Fusion::Rrf, Fusion::Weighted] {
             let fused = fuse(&kw, &sem, method);
-            let kept = keep_evidence_at_least(fused, &kw, &sem, 0.0);
+            let kept = Evidence::of(&kw, &sem).keep_at_least(fused, 0.0);
             assert_eq!(kept.iter().map(|h| h.id).collect::<Vec<_>>(), vec![1], "{method:?}");
         }
     }
@@ -239,7 +239,7 @@ mod tests {
         let kw = vec![hit(1, 0.2)];
         let sem = vec![hit(1, 0.5), hit(2, 0.9)];
         let fused = fuse(&kw, &sem, Fusion::Rrf);
-        let scored = scored_by_evidence(fused, &kw, &sem);
+        let scored = Evidence::of(&kw, &sem).score(fused);
         assert_eq!(scored.iter().map(|h| (h.id, h.score)).collect::<Vec<_>>(), vec![(2, 0.9), (1, 0.5)]);
     }
 

@@ -15,7 +15,7 @@
 //! `THRESHOLD 1.0` returns nothing. Hits whose `_score` is below THRESHOLD
 //! are dropped and the rest ordered by `_score` descending. In hybrid mode
 //! the fused ranking chooses the hits, and `_score` is each hit's evidence,
-//! its keyword score or cosine similarity (`fusion::scored_by_evidence`).
+//! its keyword score or cosine similarity (`fusion::Evidence`).
 
 pub mod fusion;
 pub mod keyword;
@@ -63,8 +63,8 @@ pub fn run(q: &Query, mode: Option<Mode>, ctx: &Ctx) -> Result<Vec<Value>, KipEr
                     let fused = fusion::fuse(&kw, &sem, embed::settings::fusion()?);
                     // The fusion chooses the page; THRESHOLD and `_score`
                     // are the hits' evidence (a fused score is a rank).
-                    let chosen = order_and_limit(fusion::keep_evidence_at_least(fused, &kw, &sem, q.threshold), q);
-                    fusion::scored_by_evidence(chosen, &kw, &sem)
+                    let evidence = fusion::Evidence::of(&kw, &sem);
+                    evidence.score(order_and_limit(evidence.keep_at_least(fused, q.threshold), q))
                 }
                 None => keyword_alone(q, ctx)?,
             }
